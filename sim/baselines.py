@@ -1,0 +1,95 @@
+"""The lab's six heuristic baselines, as policies with the student contract ``policy(env, task, rng) -> int``.
+
+Each scores every node and picks the best feasible one, breaking ties uniformly with ``rng`` (one draw per
+decision, even when there is no tie, exactly as the lab's ``_pick`` does, so random streams stay aligned).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from layersched.sim.env import ClusterEnv
+from layersched.sim.workload import Task
+
+Policy = Callable[[Any, Task, random.Random], int]
+
+
+def _pick(scores: npt.ArrayLike, mask: npt.NDArray[np.bool_], rng: random.Random) -> int:
+    """Highest-scoring feasible node; ties broken uniformly at random."""
+    masked = np.where(mask, scores, -np.inf)
+    best = np.flatnonzero(masked == masked.max())
+    return int(rng.choice(best))  # type: ignore[arg-type]  # random.choice accepts any sequence
+
+
+def _idle_share(slots: list[float], now: float) -> float:
+    return sum(s <= now for s in slots) / len(slots)
+
+
+def _cached_mb(env: ClusterEnv, task: Task, node_layers: dict[str, float]) -> float:
+    return sum(la["size_mb"] for la in env.images[task.image]["layers"] if la["digest"] in node_layers)
+
+
+def random_policy(env: ClusterEnv, task: Task, rng: random.Random) -> int:
+    """Any feasible node, uniformly."""
+    return _pick(np.zeros(env.n_nodes), env.mask(task), rng)
+
+
+def least_loaded(env: ClusterEnv, task: Task, rng: random.Random) -> int:
+    """Fewest running containers; ignores images entirely."""
+    busy = [sum(s > task.arrival for s in node.slots) for node in env.nodes]
+    return _pick(-np.array(busy), env.mask(task), rng)
+
+
+def kube_image(env: ClusterEnv, task: Task, rng: random.Random) -> int:
+    """Image granularity, like Kubernetes' ImageLocality: whole image cached, then idleness, half each."""
+    digests = [la["digest"] for la in env.images[task.image]["layers"]]
+    scores = [
+        0.5 * all(d in node.layers for d in digests) + 0.5 * _idle_share(node.slots, task.arrival)
+        for node in env.nodes
+    ]
+    return _pick(np.array(scores), env.mask(task), rng)
+
+
+def dep_layer(env: ClusterEnv, task: Task, rng: random.Random) -> int:
+    """Layer granularity, like Dep: most cached MB wins, earliest free slot breaks near-ties."""
+    scores = [_cached_mb(env, task, node.layers) - 1e-3 * min(node.slots) for node in env.nodes]
+    return _pick(np.array(scores), env.mask(task), rng)
+
+
+def lrs_like(env: ClusterEnv, task: Task, rng: random.Random) -> int:
+    """Dynamic weights, like LRScheduler: sharing matters when a node is idle, balance when it is busy."""
+    scores = []
+    for node in env.nodes:
+        shared = _cached_mb(env, task, node.layers) / env.image_mb[task.image]
+        idle = _idle_share(node.slots, task.arrival)
+        weight = 0.7 if idle >= 0.5 else 0.2
+        scores.append(weight * shared + (1 - weight) * idle)
+    return _pick(np.array(scores), env.mask(task), rng)
+
+
+def greedy_estimate(env: ClusterEnv, task: Task, rng: random.Random) -> int:
+    """Myopic: the node with the smallest estimated completion time for this task alone."""
+    return _pick(-env.estimate_all(task).total, env.mask(task), rng)
+
+
+BASELINES: dict[str, Policy] = {
+    "Random": random_policy,
+    "LeastLoaded": least_loaded,
+    "Kube": kube_image,
+    "Dep": dep_layer,
+    "LRS": lrs_like,
+    "Greedy": greedy_estimate,
+}
+
+
+def get_baseline(name: str) -> Policy:
+    """A baseline policy by its lab name (``Random``, ``LeastLoaded``, ``Kube``, ``Dep``, ``LRS``, ``Greedy``)."""
+    try:
+        return BASELINES[name]
+    except KeyError:
+        raise KeyError(f"unknown baseline {name!r}; choose one of {', '.join(BASELINES)}") from None

@@ -1,0 +1,29 @@
+"""The identity of the simulator's rules.
+
+Every result records ``SIM_VERSION`` and ``RULES_HASH``. The version is bumped by hand whenever the behaviour of the
+model changes; the rules hash is computed from the source of the modules that define that behaviour, so a result
+produced by edited rules can never pass for one produced by the released ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+SIM_VERSION = "1.0.0"
+
+# The modules whose code decides completion times, workloads and catalogs. Scoring and the CLI are not rules.
+_RULE_MODULES = ("env.py", "workload.py", "catalog.py", "keyed_random.py")
+
+
+def _rules_hash() -> str:
+    digest = hashlib.sha256()
+    here = Path(__file__).parent
+    for name in _RULE_MODULES:
+        digest.update(name.encode())
+        digest.update(b"\0")
+        digest.update((here / name).read_bytes())
+    return digest.hexdigest()
+
+
+RULES_HASH = _rules_hash()
