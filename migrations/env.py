@@ -1,0 +1,63 @@
+"""Alembic environment: the URL comes from Settings (or ``config.attributes["database_url"]``), never from alembic.ini."""
+
+from __future__ import annotations
+
+from logging.config import fileConfig
+
+from alembic import context
+from sqlalchemy import Connection
+
+from layersched.server.config import get_settings
+from layersched.server.db import make_engine
+from layersched.server.models import Base
+
+config = context.config
+if config.config_file_name is not None and config.attributes.get("configure_logger", True):
+    fileConfig(config.config_file_name, disable_existing_loggers=False)
+
+target_metadata = Base.metadata
+
+
+def _url() -> str:
+    return str(config.attributes.get("database_url") or get_settings().database_url)
+
+
+def _configure(**kwargs: object) -> None:
+    context.configure(
+        target_metadata=target_metadata,
+        compare_type=True,
+        # SQLite cannot ALTER most things in place; batch mode copies the table instead.
+        render_as_batch=True,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def run_migrations_offline() -> None:
+    _configure(url=_url(), literal_binds=True, dialect_opts={"paramstyle": "named"})
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def _run(connection: Connection) -> None:
+    _configure(connection=connection)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _run(connection)
+        return
+    engine = make_engine(_url())
+    try:
+        with engine.connect() as conn:
+            _run(conn)
+    finally:
+        engine.dispose()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()

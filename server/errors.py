@@ -1,0 +1,69 @@
+"""Errors raised on purpose by layersched.server; the app turns them into HTTP error bodies at the edge.
+
+Hierarchy (HTTP status and ``code`` of the error body in brackets)::
+
+    ServiceError                       base of every deliberate error of the server's domain logic
+    ├── NotFound                       [404 not_found] the row does not exist or the caller may not know it does
+    ├── Forbidden                      [403 forbidden]
+    ├── Conflict                       [409 conflict] the request contradicts the current state
+    ├── BundleTooLarge                 [413 bundle_too_large]
+    ├── InvalidBundle                  [422 invalid_bundle] an archive that is unsafe, malformed or over a limit
+    ├── InvalidPolicy                  [422 invalid_policy] the entry point does not parse or lacks ``policy``
+    ├── QuotaExceeded                  [429 quota_exceeded] the daily submission quota is used up
+    └── TooManyInFlight                [429 too_many_in_flight]
+
+Every message is one sentence naming the offending value.
+"""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    """Base class; ``status`` and ``code`` say how the route edge reports it."""
+
+    status = 400
+    code = "invalid_request"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NotFound(ServiceError):
+    status = 404
+    code = "not_found"
+
+
+class Forbidden(ServiceError):
+    status = 403
+    code = "forbidden"
+
+
+class Conflict(ServiceError):
+    status = 409
+    code = "conflict"
+
+
+class BundleTooLarge(ServiceError):
+    status = 413
+    code = "bundle_too_large"
+
+
+class InvalidBundle(ServiceError):
+    status = 422
+    code = "invalid_bundle"
+
+
+class InvalidPolicy(ServiceError):
+    status = 422
+    code = "invalid_policy"
+
+
+class QuotaExceeded(ServiceError):
+    status = 429
+    code = "quota_exceeded"
+
+
+class TooManyInFlight(ServiceError):
+    status = 429
+    code = "too_many_in_flight"

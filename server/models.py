@@ -1,0 +1,258 @@
+"""The database schema (SQLAlchemy 2 typed models). Alembic's migrations in ``migrations/`` must match it exactly.
+
+States and kinds are short strings guarded by CHECK constraints rather than native enums, so that SQLite and Postgres
+hold the same schema and adding a value is a plain migration.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator
+
+ROLES = ("participant", "organiser")
+EVALUATION_KINDS = ("initial", "rerun", "audit")
+EVALUATION_STATES = ("queued", "running", "succeeded", "failed", "cancelled")
+ACTIVE_STATES = ("queued", "running")
+TERMINAL_STATES = ("succeeded", "failed", "cancelled")
+SANDBOXES = ("docker", "process")
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+class UTCDateTime(TypeDecorator[dt.datetime]):
+    """A timezone-aware UTC timestamp on every backend (SQLite drops the offset; this puts it back)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: layersched stores aware UTC timestamps only")
+        return value.astimezone(dt.timezone.utc)
+
+    def process_result_value(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=dt.timezone.utc)
+        return value.astimezone(dt.timezone.utc)
+
+
+def _one_of(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(
+        naming_convention={
+            "ix": "ix_%(column_0_label)s",
+            "uq": "uq_%(table_name)s_%(column_0_name)s",
+            "ck": "ck_%(table_name)s_%(constraint_name)s",
+            "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+            "pk": "pk_%(table_name)s",
+        }
+    )
+
+
+class User(Base):
+    __tablename__ = "users"
+    __table_args__ = (CheckConstraint(_one_of("role", ROLES), name="role"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    email: Mapped[str] = mapped_column(String(254), unique=True)
+    role: Mapped[str] = mapped_column(String(16), default="participant")
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+    tokens: Mapped[list[ApiToken]] = relationship(back_populates="user")
+
+
+class ApiToken(Base):
+    """A bearer token: ``lst_<lookup>_<secret>``. Only the SHA-256 of the whole token is stored."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    lookup: Mapped[str] = mapped_column(String(16), unique=True)
+    token_sha256: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    last_used_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    revoked_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+
+    user: Mapped[User] = relationship(back_populates="tokens")
+
+
+class Submission(Base):
+    __tablename__ = "submissions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    description: Mapped[str] = mapped_column(Text, default="")
+    bundle_sha256: Mapped[str] = mapped_column(String(64), index=True)
+    bundle_format: Mapped[str] = mapped_column(String(8))
+    bundle_bytes: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
+    selected: Mapped[bool] = mapped_column(Boolean, default=False)
+    disqualified_reason: Mapped[str | None] = mapped_column(Text)
+    # False once the initial evaluation failed through the service's fault: such a submission is given back.
+    counts_against_quota: Mapped[bool] = mapped_column(Boolean, default=True)
+
+    owner: Mapped[User] = relationship()
+    evaluations: Mapped[list[Evaluation]] = relationship(
+        back_populates="submission", order_by="Evaluation.id", foreign_keys="Evaluation.submission_id"
+    )
+
+
+class Evaluation(Base):
+    """One run of a submission on one evaluation set. Reruns and audits are new rows, never new submissions."""
+
+    __tablename__ = "evaluations"
+    __table_args__ = (
+        CheckConstraint(_one_of("kind", EVALUATION_KINDS), name="kind"),
+        CheckConstraint(_one_of("state", EVALUATION_STATES), name="state"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(16), default="initial")
+    evalset_name: Mapped[str] = mapped_column(String(100))
+    evalset_commitment: Mapped[str] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(String(16), default="queued", index=True)
+    progress_done: Mapped[int] = mapped_column(Integer, default=0)
+    progress_total: Mapped[int] = mapped_column(Integer, default=0)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    worker_id: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    heartbeat_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    started_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    error_category: Mapped[str | None] = mapped_column(String(50))
+    error_message: Mapped[str | None] = mapped_column(Text)
+    infrastructure_failure: Mapped[bool] = mapped_column(Boolean, default=False)
+    sim_version: Mapped[str | None] = mapped_column(String(50))
+    image_digest: Mapped[str | None] = mapped_column(String(100))
+    sandbox: Mapped[str | None] = mapped_column(String(16))
+    # {"overall", "ci_low", "ci_high", "per_scenario": {name: ratio}} for each leaderboard split.
+    score_public: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    score_private: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    audit_of_id: Mapped[int | None] = mapped_column(ForeignKey("evaluations.id", ondelete="SET NULL"))
+    audit_sample: Mapped[int | None] = mapped_column(Integer)
+    # {"verdict": "match"|"mismatch", "mismatches": [str]}
+    audit: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    requested_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+
+    submission: Mapped[Submission] = relationship(back_populates="evaluations", foreign_keys=[submission_id])
+    episodes: Mapped[list[EpisodeResult]] = relationship(
+        back_populates="evaluation", order_by="(EpisodeResult.scenario, EpisodeResult.episode_id)"
+    )
+
+
+class EpisodeResult(Base):
+    """One episode of one evaluation; unique per (evaluation, scenario, episode) so a retried write is an upsert."""
+
+    __tablename__ = "episode_results"
+    __table_args__ = (UniqueConstraint("evaluation_id", "scenario", "episode_id", name="uq_episode_results_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    evaluation_id: Mapped[int] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"))
+    scenario: Mapped[str] = mapped_column(String(100))
+    episode_id: Mapped[str] = mapped_column(String(100))
+    split: Mapped[str] = mapped_column(String(16))
+    # Keyed (hidden) episodes never keep stdout/stderr: a policy could print what it learnt of the hidden workload.
+    hidden: Mapped[bool] = mapped_column(Boolean, default=True)
+    status: Mapped[str] = mapped_column(String(32))
+    message: Mapped[str] = mapped_column(Text, default="")
+    mean_completion: Mapped[float | None] = mapped_column(Float)
+    p95_completion: Mapped[float | None] = mapped_column(Float)
+    cloud_share: Mapped[float | None] = mapped_column(Float)
+    trace_hash: Mapped[str | None] = mapped_column(String(64))
+    n_actions: Mapped[int] = mapped_column(Integer, default=0)
+    stdout: Mapped[str | None] = mapped_column(Text)
+    stderr: Mapped[str | None] = mapped_column(Text)
+    recorded_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+    evaluation: Mapped[Evaluation] = relationship(back_populates="episodes")
+
+
+class BaselineResult(Base):
+    """A baseline's score on one evaluation set, cached by (commitment, simulator version, baseline)."""
+
+    __tablename__ = "baseline_results"
+    __table_args__ = (
+        UniqueConstraint("evalset_commitment", "sim_version", "baseline", name="uq_baseline_results_key"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    evalset_commitment: Mapped[str] = mapped_column(String(64))
+    sim_version: Mapped[str] = mapped_column(String(50))
+    baseline: Mapped[str] = mapped_column(String(50))
+    score_public: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    score_private: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # Raw per-scenario data (e.g. mean completion per episode) for the scorer; the leaderboard reads the scores.
+    per_scenario: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class LeaderboardState(Base):
+    """A single row (id 1). ``snapshot`` holds the leaderboards as they were when it was frozen."""
+
+    __tablename__ = "leaderboard_state"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    frozen: Mapped[bool] = mapped_column(Boolean, default=False)
+    frozen_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    snapshot: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    private_published: Mapped[bool] = mapped_column(Boolean, default=False)
+    published_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+
+
+class EvalSet(Base):
+    __tablename__ = "evalsets"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    commitment: Mapped[str] = mapped_column(String(64))
+    path: Mapped[str] = mapped_column(Text)
+    # [{"name", "weight", "public_episodes"}]: what GET /evalsets/current shows.
+    scenarios: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    current: Mapped[bool] = mapped_column(Boolean, default=False)
+    revealed: Mapped[bool] = mapped_column(Boolean, default=False)
+    revealed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class AuditLogEntry(Base):
+    """Who did what to which row, and when. Written by every organiser action."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
+    actor_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    actor: Mapped[str] = mapped_column(String(100))
+    action: Mapped[str] = mapped_column(String(50))
+    target: Mapped[str] = mapped_column(String(100))
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

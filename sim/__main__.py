@@ -1,0 +1,5 @@
+import sys
+
+from layersched.sim.cli import main
+
+sys.exit(main())
