@@ -9,7 +9,7 @@ from sqlalchemy import Connection
 
 from layersched.server.config import get_settings
 from layersched.server.db import make_engine
-from layersched.server.models import Base
+from layersched.server.models import Base, UTCDateTime
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("configure_logger", True):
@@ -22,10 +22,18 @@ def _url() -> str:
     return str(config.attributes.get("database_url") or get_settings().database_url)
 
 
+def _render_item(type_: str, obj: object, autogen_context: object) -> str | bool:
+    # Migrations must not import the models (they change; a revision must not): render the plain column type.
+    if type_ == "type" and isinstance(obj, UTCDateTime):
+        return "sa.DateTime(timezone=True)"
+    return False
+
+
 def _configure(**kwargs: object) -> None:
     context.configure(
         target_metadata=target_metadata,
         compare_type=True,
+        render_item=_render_item,
         # SQLite cannot ALTER most things in place; batch mode copies the table instead.
         render_as_batch=True,
         **kwargs,  # type: ignore[arg-type]

@@ -3,6 +3,7 @@
 Hierarchy (HTTP status and ``code`` of the error body in brackets)::
 
     ServiceError                       base of every deliberate error of the server's domain logic
+    ├── Unauthorized                   [401 unauthorized] no token, or an unknown or revoked one
     ├── NotFound                       [404 not_found] the row does not exist or the caller may not know it does
     ├── Forbidden                      [403 forbidden]
     ├── Conflict                       [409 conflict] the request contradicts the current state
@@ -67,3 +68,8 @@ class QuotaExceeded(ServiceError):
 class TooManyInFlight(ServiceError):
     status = 429
     code = "too_many_in_flight"
+
+
+class Unauthorized(ServiceError):
+    status = 401
+    code = "unauthorized"

@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-
 from layersched.sim.env import ClusterEnv
 from layersched.sim.workload import Task
 
@@ -23,15 +22,15 @@ def _pick(scores: npt.ArrayLike, mask: npt.NDArray[np.bool_], rng: random.Random
     """Highest-scoring feasible node; ties broken uniformly at random."""
     masked = np.where(mask, scores, -np.inf)
     best = np.flatnonzero(masked == masked.max())
-    return int(rng.choice(best))  # type: ignore[arg-type]  # random.choice accepts any sequence
+    return int(rng.choice(list(best)))
 
 
 def _idle_share(slots: list[float], now: float) -> float:
-    return sum(s <= now for s in slots) / len(slots)
+    return sum(1 for s in slots if s <= now) / len(slots)
 
 
 def _cached_mb(env: ClusterEnv, task: Task, node_layers: dict[str, float]) -> float:
-    return sum(la["size_mb"] for la in env.images[task.image]["layers"] if la["digest"] in node_layers)
+    return float(sum(la["size_mb"] for la in env.images[task.image]["layers"] if la["digest"] in node_layers))
 
 
 def random_policy(env: ClusterEnv, task: Task, rng: random.Random) -> int:
@@ -49,8 +48,7 @@ def kube_image(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     """Image granularity, like Kubernetes' ImageLocality: whole image cached, then idleness, half each."""
     digests = [la["digest"] for la in env.images[task.image]["layers"]]
     scores = [
-        0.5 * all(d in node.layers for d in digests) + 0.5 * _idle_share(node.slots, task.arrival)
-        for node in env.nodes
+        0.5 * all(d in node.layers for d in digests) + 0.5 * _idle_share(node.slots, task.arrival) for node in env.nodes
     ]
     return _pick(np.array(scores), env.mask(task), rng)
 
@@ -74,7 +72,14 @@ def lrs_like(env: ClusterEnv, task: Task, rng: random.Random) -> int:
 
 def greedy_estimate(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     """Myopic: the node with the smallest estimated completion time for this task alone."""
-    return _pick(-env.estimate_all(task).total, env.mask(task), rng)
+    totals = env.totals(task)
+    feasible = env.feasible_nodes(task)
+    if not feasible:
+        return _pick(np.zeros(env.n_nodes), env.mask(task), rng)
+    # The lab's _pick on -totals without numpy: the same ties and the same single rng draw.
+    best_total = min(totals[n] for n in feasible)
+    best: list[int] = [n for n in feasible if totals[n] == best_total]
+    return rng.choice(best)
 
 
 BASELINES: dict[str, Policy] = {

@@ -168,7 +168,9 @@ class CatalogStructure:
     def validate(self) -> None:
         for field_name in ("n_bases", "n_runtimes", "n_images"):
             if getattr(self, field_name) < 1:
-                raise CatalogError(f"synthetic catalog: {field_name} must be at least 1, got {getattr(self, field_name)}")
+                raise CatalogError(
+                    f"synthetic catalog: {field_name} must be at least 1, got {getattr(self, field_name)}"
+                )
         for field_name in ("runtime_layers", "app_layers", "base_mb", "runtime_mb", "app_mb"):
             lo, hi = getattr(self, field_name)
             if lo < 0 or hi < lo:

@@ -105,7 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             catalog = synthetic_catalog(random.Random(args.seed), name=args.out.stem)
             args.out.write_text(json.dumps(catalog.to_json(), indent=1) + "\n", encoding="utf-8")
             s = catalog_summary(catalog)
-            print(f"{s['images']:.0f} images, mean {s['mean_image_mb']:.0f} MB, max {s['max_image_mb']:.0f} MB -> {args.out}")
+            summary = f"{s['images']:.0f} images, mean {s['mean_image_mb']:.0f} MB, max {s['max_image_mb']:.0f} MB"
+            print(f"{summary} -> {args.out}")
             return 0
         names = [n.strip() for n in args.baselines.split(",") if n.strip()]
         unknown = [n for n in names if n not in BASELINES]
@@ -124,12 +125,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        out = {"sim_version": SIM_VERSION, "scenario_hash": scenario.content_hash, "scenario": scenario.params(),
-               "seeds": args.seeds, "baselines": table}
+        out = {
+            "sim_version": SIM_VERSION,
+            "scenario_hash": scenario.content_hash,
+            "scenario": scenario.params(),
+            "seeds": args.seeds,
+            "baselines": table,
+        }
         print(json.dumps(out, indent=1))
     else:
-        print(f"layersched.sim {SIM_VERSION}  catalog={scenario.catalog.name} nodes={args.nodes} rate={args.rate} "
-              f"tasks={args.tasks} seeds={args.seeds}")
+        print(
+            f"layersched.sim {SIM_VERSION}  catalog={scenario.catalog.name} nodes={args.nodes} rate={args.rate} "
+            f"tasks={args.tasks} seeds={args.seeds}"
+        )
         for name, row in table.items():
             print(f"{name:12s} {row['mean']:7.1f} +- {row['std']:5.1f} s")
     return 0

@@ -15,9 +15,11 @@ download queue (``download_free``). Placing a task on a node:
 
 The public names are the lab's ``ClusterEnv`` (``nodes``, ``images``, ``size``, ``image_mb``, ``n_nodes``,
 ``n_features``, ``estimate``, ``mask``, ``observe``, ``reset``, ``step``, ``completion``, ``tasks``, ``k``) so a
-policy written during the lab runs unchanged. The node state lives twice: in the lab's dictionaries, which decide
-eviction order, and in numpy arrays that make ``estimate_all`` and ``observe`` cost one vectorised pass over the
-nodes instead of a Python loop per node and per layer. Both are updated together in ``place``.
+policy written during the lab runs unchanged. The lab's dictionaries hold the node state and decide eviction order.
+Speed comes from not recomputing what has not changed: what a node lacks of an image (``_layer_plan``) only changes
+when that node's layers change, and the MB a node stores only when it receives a task; both are kept per node and
+refreshed in ``place``. The floating-point operations are the lab's, in the lab's order, so completion times and
+tie-breaks are bit-identical to the lab's implementation (``benchmarks/bench_sim.py`` checks this).
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-
 from layersched.sim.scenario import Scenario
 from layersched.sim.workload import NodeSpec, Task, draw_episode
 
@@ -78,10 +79,7 @@ class ClusterEnv:
         self.n_tasks = self.scenario.n_tasks
         self.rate = self.scenario.arrival_rate
         self.n_slots = self.scenario.slots
-        self._column = {digest: col for col, digest in enumerate(self.size)}
         self._image_layers = [tuple((la.digest, la.size_mb) for la in im.layers) for im in catalog.images]
-        self._image_cols = [np.array([self._column[d] for d, _ in layers], dtype=np.intp) for layers in self._image_layers]
-        self._image_sizes = [np.array([s for _, s in layers], dtype=np.float64) for layers in self._image_layers]
         self._image_digests = [frozenset(d for d, _ in layers) for layers in self._image_layers]
         self.nodes: list[Node] = []
         self.tasks: list[Task] = []
@@ -105,17 +103,15 @@ class ClusterEnv:
             for s in specs
         ]
         self.n_nodes = len(specs)
-        n_layers = len(self._column)
-        self._z = np.full((self.n_nodes, n_layers), ABSENT)
-        self._slot_free = np.zeros((self.n_nodes, max(s.slots for s in specs)))
-        for n, s in enumerate(specs):
-            self._slot_free[n, s.slots :] = np.inf  # padding never wins argmin/min
-        self._download_free = np.zeros(self.n_nodes)
-        self._bandwidth = np.array([s.bandwidth for s in specs])
-        self._freq = np.array([s.freq for s in specs])
-        self._storage = np.array([s.storage for s in specs])
-        self._used = np.zeros(self.n_nodes)
+        # Per-node mirrors of the lab's state, as plain lists: indexing them is cheaper than attribute lookups.
+        self._download_free_at = [0.0] * self.n_nodes
+        self._slot_min = [0.0] * self.n_nodes
+        self._freq_of = [s.freq for s in specs]
+        self._storage_of = [s.storage for s in specs]
+        self._used = [0.0] * self.n_nodes  # MB of cached layers, summed in the lab's order after every change
+        self._plans: list[dict[int, tuple[float, tuple[float, ...], float]]] = [{} for _ in specs]
         self._feasible = [np.array([mb <= s.storage for s in specs]) for mb in self.image_mb]
+        self._feasible_nodes = [np.flatnonzero(mask).tolist() for mask in self._feasible]
         self.tasks = []
         self.completion = []
         self.k = 0
@@ -129,51 +125,103 @@ class ClusterEnv:
 
     # ------------------------------------------------------------------ the model
 
+    def _layer_plan(self, n: int, image: int) -> tuple[float, tuple[float, ...], float]:
+        """What node ``n`` lacks of ``image``: latest ready time of cached layers, queue increments, missing MB.
+
+        Depends only on the node's cached layers, so it is memoised per node and image and forgotten whenever the
+        node's layers change (in ``place``). Summation order is the lab's, layer by layer from 0.0.
+        """
+        plan = self._plans[n].get(image)
+        if plan is None:
+            node = self.nodes[n]
+            latest, increments, missing = ABSENT, [], 0.0
+            for digest, size_mb in self._image_layers[image]:
+                ready = node.layers.get(digest)
+                if ready is not None:
+                    latest = max(latest, ready)
+                else:
+                    missing += size_mb
+                    increments.append(size_mb / node.bandwidth)
+            plan = (latest, tuple(increments), missing)
+            self._plans[n][image] = plan
+        return plan
+
+    def _done(self, n: int, now: float, latest: float, increments: tuple[float, ...]) -> float:
+        """When the last layer is on the node: the queue grows one missing layer at a time, as in the lab."""
+        done = latest if latest > now else now
+        if increments:
+            t_free = self._download_free_at[n]
+            if now > t_free:
+                t_free = now
+            for step in increments:
+                t_free += step
+            if t_free > done:
+                done = t_free
+        return done
+
     def estimate(self, n: int, task: Task) -> dict[str, float]:
         """Times for placing ``task`` on node ``n``: missing MB, download, wait, compute and total (seconds)."""
-        node, now = self.nodes[n], task.arrival
-        t_free = max(now, node.download_free)
-        done, missing = now, 0.0
-        for digest, size_mb in self._image_layers[task.image]:
-            ready = node.layers.get(digest)
-            if ready is not None:  # cached or already queued: wait for it
-                done = max(done, ready)
-            else:  # joins the download queue behind everything already in it
-                missing += size_mb
-                t_free += size_mb / node.bandwidth
-                done = max(done, t_free)
-        compute = task.cycles / node.freq
-        start = max(done, min(node.slots))
-        return {"missing_mb": missing, "download": done - now, "wait": start - done, "compute": compute,
-                "total": start + compute - now}
+        now = task.arrival
+        latest, increments, missing = self._layer_plan(n, task.image)
+        done = self._done(n, now, latest, increments)
+        compute = task.cycles / self.nodes[n].freq
+        slot_free = self._slot_min[n]
+        start = done if done > slot_free else slot_free
+        return {
+            "missing_mb": missing,
+            "download": done - now,
+            "wait": start - done,
+            "compute": compute,
+            "total": start + compute - now,
+        }
+
+    def totals(self, task: Task) -> list[float]:
+        """Estimated completion time of ``task`` on every node (``estimate(n, task)["total"]`` for all n)."""
+        now, image, cycles = task.arrival, task.image, task.cycles
+        out = []
+        for n in range(self.n_nodes):
+            latest, increments, _ = self._layer_plan(n, image)
+            done = self._done(n, now, latest, increments)
+            slot_free = self._slot_min[n]
+            start = done if done > slot_free else slot_free
+            out.append(start + cycles / self._freq_of[n] - now)
+        return out
 
     def estimate_all(self, task: Task) -> Estimate:
-        """``estimate`` for every node at once, with the same floating-point operations in the same order."""
-        cols, sizes, now = self._image_cols[task.image], self._image_sizes[task.image], task.arrival
-        ready = self._z[:, cols]
-        absent = ready == ABSENT
-        queue = np.empty((self.n_nodes, len(cols) + 1))
-        queue[:, 0] = np.maximum(now, self._download_free)
-        queue[:, 1:] = np.where(absent, sizes / self._bandwidth[:, None], 0.0)
-        np.cumsum(queue, axis=1, out=queue)  # sequential sums: t_free += size / bandwidth, layer by layer
-        done = np.maximum(now, np.where(absent, queue[:, 1:], ready).max(axis=1))
-        missing = np.cumsum(np.where(absent, sizes, 0.0), axis=1)[:, -1]
-        compute = task.cycles / self._freq
-        start = np.maximum(done, self._slot_free.min(axis=1))
-        return Estimate(missing, done - now, start - done, compute, start + compute - now)
+        """``estimate`` for every node at once, as arrays of shape (n_nodes,)."""
+        rows = [self.estimate(n, task) for n in range(self.n_nodes)]
+        return Estimate(
+            *(np.array([r[key] for r in rows]) for key in ("missing_mb", "download", "wait", "compute", "total"))
+        )
+
+    def feasible_nodes(self, task: Task) -> list[int]:
+        """Indices of the nodes ``mask(task)`` allows, in order."""
+        return list(self._feasible_nodes[task.image])
 
     def mask(self, task: Task) -> BoolArray:
         """Feasible nodes: those whose storage can hold the whole image."""
-        return self._feasible[task.image].copy()
+        mask: BoolArray = self._feasible[task.image].copy()
+        return mask
 
     def observe(self, task: Task) -> npt.NDArray[np.float32]:
         """The lab's state: per node, missing GB, download, wait, compute and total (/100 s), free storage share."""
-        e = self.estimate_all(task)
-        rows = np.column_stack(
-            [e.missing_mb / 1000, e.download / 100, e.wait / 100, e.compute / 100, e.total / 100,
-             1 - self._used / self._storage]
-        )
-        return rows.astype(np.float32)
+        now, image, cycles = task.arrival, task.image, task.cycles
+        flat: list[float] = []
+        for n in range(self.n_nodes):  # estimate() inlined: this is the hot path of learned policies
+            latest, increments, missing = self._layer_plan(n, image)
+            done = self._done(n, now, latest, increments)
+            slot_free = self._slot_min[n]
+            start = done if done > slot_free else slot_free
+            compute = cycles / self._freq_of[n]
+            flat += (
+                missing / 1000,
+                (done - now) / 100,
+                (start - done) / 100,
+                compute / 100,
+                (start + compute - now) / 100,
+                1 - self._used[n] / self._storage_of[n],
+            )
+        return np.array(flat, dtype=np.float32).reshape(self.n_nodes, self.n_features)
 
     def place(self, task: Task, n: int) -> float:
         """Apply the placement of ``task`` on node ``n`` and return its completion time."""
@@ -185,39 +233,46 @@ class ClusterEnv:
             return total  # the cloud keeps no layers and never queues: nothing to remember
         now = task.arrival
         layers = self._image_layers[task.image]
-        self._make_room(n, self._image_digests[task.image], e["missing_mb"], now)
+        evicted = self._make_room(n, self._image_digests[task.image], e["missing_mb"], now)
         t_free = max(now, node.download_free)
+        layers_changed = evicted
         for digest, size_mb in layers:
             if digest not in node.layers:
                 t_free += size_mb / node.bandwidth
                 node.layers[digest] = t_free
-                self._z[n, self._column[digest]] = t_free
+                layers_changed = True
         if e["missing_mb"] > 0:
             node.download_free = t_free
-            self._download_free[n] = t_free
-        slot = int(np.argmin(node.slots))
+            self._download_free_at[n] = t_free
+        if layers_changed:
+            self._plans[n].clear()
+            self._used[n] = sum(self.size[d] for d in node.layers)
+        slots = node.slots
+        slot = slots.index(min(slots))  # the first earliest-free slot, like np.argmin
         finish = now + total
-        node.slots[slot] = finish
-        self._slot_free[n, slot] = finish
+        slots[slot] = finish
+        self._slot_min[n] = min(slots)
+        in_use = node.in_use
         for digest, _ in layers:
-            node.in_use[digest] = max(node.in_use.get(digest, 0), finish)
-        self._used[n] = sum(self.size[d] for d in node.layers)
+            in_use[digest] = max(in_use.get(digest, 0), finish)
         return total
 
-    def _make_room(self, n: int, needed: frozenset[str], missing_mb: float, now: float) -> None:
-        """Evict unused layers, least recently used first, until ``missing_mb`` fits (or nothing is left)."""
+    def _make_room(self, n: int, needed: frozenset[str], missing_mb: float, now: float) -> bool:
+        """Evict unused layers, least recently used first, until ``missing_mb`` fits; True if any was evicted."""
         node = self.nodes[n]
-        free = node.storage - sum(self.size[d] for d in node.layers)
+        free = node.storage - self._used[n]
         if free >= missing_mb:
-            return
+            return False
         victims = sorted(
             (d for d in node.layers if d not in needed and node.layers[d] <= now and node.in_use.get(d, 0) <= now),
             key=lambda d: node.in_use.get(d, 0),
         )
+        evicted = False
         for digest in victims:
             if free >= missing_mb:
                 break
             free += self.size[digest]
             del node.layers[digest]
             node.in_use.pop(digest, None)
-            self._z[n, self._column[digest]] = ABSENT
+            evicted = True
+        return evicted

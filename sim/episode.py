@@ -90,7 +90,9 @@ def check_action(env: ClusterEnv, task: Task, action: object, step: int) -> int:
     return action
 
 
-def run_episode(env: ClusterEnv, policy: Policy, workload: int | random.Random, policy_rng: random.Random) -> EpisodeResult:
+def run_episode(
+    env: ClusterEnv, policy: Policy, workload: int | random.Random, policy_rng: random.Random
+) -> EpisodeResult:
     """Reset ``env`` from ``workload`` and let ``policy`` place every task. Invalid actions raise ``PolicyError``."""
     task: Task | None = env.reset(workload)
     actions: list[int] = []

@@ -42,9 +42,8 @@ class EpisodeSpec:
 
     def workload_rng(self) -> random.Random:
         """A fresh generator positioned at the start of this episode's workload."""
-        if self.key is not None:
-            return KeyedRandom(self.key, label=self.id)
-        return random.Random(self.seed)
+        rng: random.Random = KeyedRandom(self.key, label=self.id) if self.key is not None else random.Random(self.seed)
+        return rng
 
     def __repr__(self) -> str:  # never print a key
         source = "keyed" if self.key is not None else f"seed={self.seed}"

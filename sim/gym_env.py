@@ -14,7 +14,6 @@ import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
-
 from layersched.sim.env import ClusterEnv
 from layersched.sim.scenario import Scenario
 from layersched.sim.workload import Task
@@ -26,7 +25,7 @@ _BOUND = 1e9
 class LayerSchedEnv(gym.Env[ObsType, np.int64]):
     """One episode per ``reset``: ``n_tasks`` placements on ``n_nodes`` nodes (+ the cloud node if configured)."""
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata = {"render_modes": []}  # noqa: RUF012  # gymnasium declares it as a class attribute
 
     def __init__(self, scenario: Scenario | None = None) -> None:
         self.cluster = ClusterEnv(scenario)
@@ -35,10 +34,13 @@ class LayerSchedEnv(gym.Env[ObsType, np.int64]):
         # (the lab's soft storage limit). Finite bounds far outside any reachable value keep env_checker content.
         low = np.tile(np.array([0, 0, 0, 0, 0, -_BOUND], dtype=np.float32), (n, 1))
         self.observation_space = spaces.Box(low, np.float32(_BOUND), dtype=np.float32)
-        self.action_space = spaces.Discrete(n)
+        self.action_space: spaces.Discrete = spaces.Discrete(n)
+        self.n_actions = n
         self._task: Task | None = None
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[ObsType, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[ObsType, dict[str, Any]]:
         super().reset(seed=seed)
         # The workload seed comes from gymnasium's seeded generator, so reset(seed=s) is reproducible.
         workload_seed = int(self.np_random.integers(2**63 - 1))
@@ -49,15 +51,15 @@ class LayerSchedEnv(gym.Env[ObsType, np.int64]):
         if self._task is None:
             raise RuntimeError("call reset() before step()")
         if not self.action_space.contains(int(action)):
-            raise ValueError(f"action {action!r} is outside Discrete({self.action_space.n})")
+            raise ValueError(f"action {action!r} is outside Discrete({self.n_actions})")
         task, reward, done = self.cluster.step(int(action))
         if task is None:
-            obs = np.zeros(self.observation_space.shape, dtype=np.float32)
-            info: dict[str, Any] = {"action_mask": np.ones(self.action_space.n, dtype=np.int8)}
+            obs = np.zeros((self.n_actions, ClusterEnv.n_features), dtype=np.float32)
+            info: dict[str, Any] = {"action_mask": np.ones(self.n_actions, dtype=np.int8)}
         else:
             obs, info = self.cluster.observe(task), self._info(task)
         self._task = task
-        return obs, float(reward), done, False, info
+        return obs, float(reward), bool(done), False, info
 
     def _info(self, task: Task) -> dict[str, Any]:
         return {"action_mask": self.cluster.mask(task).astype(np.int8), "task": task}

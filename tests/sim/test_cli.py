@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from layersched.sim.cli import main
 
 
@@ -48,7 +47,10 @@ def test_unknown_catalog_is_one_line(capsys: pytest.CaptureFixture[str]) -> None
 
 def test_catalog_regeneration_reproduces_the_shipped_file(tmp_path: Path) -> None:
     out = tmp_path / "lab.json"
-    subprocess.run([sys.executable, "-m", "layersched.sim", "catalog", "--seed", "0", "--out", str(out)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "layersched.sim", "catalog", "--seed", "0", "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
     shipped = Path(__file__).resolve().parents[2] / "sim" / "data" / "lab_seed0.json"
     assert out.read_bytes() == shipped.read_bytes()

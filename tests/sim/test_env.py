@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from layersched.sim.baselines import BASELINES, get_baseline
 from layersched.sim.catalog import load_catalog, parse_catalog
 from layersched.sim.env import ClusterEnv
@@ -69,8 +68,14 @@ def test_observe_matches_lab_features() -> None:
         e = env.estimate(n, task)
         used = sum(env.size[d] for d in node.layers)
         expected = np.array(
-            [e["missing_mb"] / 1000, e["download"] / 100, e["wait"] / 100, e["compute"] / 100, e["total"] / 100,
-             1 - used / node.storage],
+            [
+                e["missing_mb"] / 1000,
+                e["download"] / 100,
+                e["wait"] / 100,
+                e["compute"] / 100,
+                e["total"] / 100,
+                1 - used / node.storage,
+            ],
             dtype=np.float32,
         )
         np.testing.assert_array_equal(obs[n], expected)
@@ -159,11 +164,15 @@ def test_numpy_integer_actions_are_accepted() -> None:
         ({"n_tasks": -5}, "n_tasks must be a positive integer, got -5"),
         ({"slots": 0}, "slots must be a positive integer, got 0"),
         ({"arrival_rate": 0.0}, "arrival_rate must be a positive finite number, got 0.0"),
-        ({"nodes": NodeRanges(bandwidth_mbps=(90.0, 60.0))},
-         "nodes.bandwidth_mbps must be a range 0 < lo <= hi, got (90.0, 60.0)"),
-        ({"nodes": NodeRanges(storage_gb=(0.5, 1.0))},
-         "image 'img09' of catalog 'lab' needs 1434.0 MB but no node can hold more than 1024 MB "
-         "(nodes.storage_gb=(0.5, 1.0))"),
+        (
+            {"nodes": NodeRanges(bandwidth_mbps=(90.0, 60.0))},
+            "nodes.bandwidth_mbps must be a range 0 < lo <= hi, got (90.0, 60.0)",
+        ),
+        (
+            {"nodes": NodeRanges(storage_gb=(0.5, 1.0))},
+            "image 'img09' of catalog 'lab' needs 1434.0 MB but no node can hold more than 1024 MB "
+            "(nodes.storage_gb=(0.5, 1.0))",
+        ),
     ],
     ids=["zero-nodes", "negative-tasks", "zero-slots", "zero-rate", "inverted-range", "image-too-large"],
 )
@@ -178,10 +187,17 @@ def test_impossible_scenarios_are_rejected(kwargs: dict[str, object], message: s
     [
         ({}, "catalog 'x': expected a non-empty JSON list of images, got {}"),
         ([{"name": "a", "layers": []}], "catalog 'x': image 'a' has no layers"),
-        ([{"name": "a", "layers": [{"digest": "d", "size_mb": -1}]}],
-         "catalog 'x': image 'a' layer #0: 'size_mb' must be between 0 and 65536, got -1"),
-        ([{"name": "a", "layers": [{"digest": "d", "size_mb": 1}]}, {"name": "b", "layers": [{"digest": "d", "size_mb": 2}]}],
-         "catalog 'x': layer 'd' has two sizes, 1.0 MB and 2.0 MB (second in image 'b')"),
+        (
+            [{"name": "a", "layers": [{"digest": "d", "size_mb": -1}]}],
+            "catalog 'x': image 'a' layer #0: 'size_mb' must be between 0 and 65536, got -1",
+        ),
+        (
+            [
+                {"name": "a", "layers": [{"digest": "d", "size_mb": 1}]},
+                {"name": "b", "layers": [{"digest": "d", "size_mb": 2}]},
+            ],
+            "catalog 'x': layer 'd' has two sizes, 1.0 MB and 2.0 MB (second in image 'b')",
+        ),
     ],
     ids=["not-a-list", "empty-image", "negative-size", "conflicting-sizes"],
 )

@@ -6,7 +6,6 @@ import pytest
 gymnasium = pytest.importorskip("gymnasium")
 
 from gymnasium.utils.env_checker import check_env  # noqa: E402
-
 from layersched.sim.gym_env import LayerSchedEnv  # noqa: E402
 from layersched.sim.scenario import CloudNode, Scenario  # noqa: E402
 
@@ -27,7 +26,7 @@ def test_episode_runs_to_termination_and_is_reproducible() -> None:
         total, done = 0.0, False
         while not done:
             action = int(np.argmin(obs[:, 4] + (1 - info["action_mask"]) * 1e9))
-            obs, reward, done, truncated, info = env.step(action)
+            obs, reward, done, _truncated, info = env.step(action)
             total += reward
         return total
 

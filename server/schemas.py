@@ -1,0 +1,245 @@
+"""Request and response bodies of the HTTP API (docs/API.md), one family per resource."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["participant", "organiser"]
+State = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+class Progress(BaseModel):
+    done: int
+    total: int
+
+
+class ErrorInfo(BaseModel):
+    category: str
+    message: str
+
+
+class Score(BaseModel):
+    overall: float
+    ci_low: float
+    ci_high: float
+    per_scenario: dict[str, float]
+
+
+class AuditVerdict(BaseModel):
+    verdict: Literal["match", "mismatch"]
+    mismatches: list[str]
+
+
+# --------------------------------------------------------------------------------------------------------- users
+
+
+class UserPublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    name: str
+    email: str
+    role: Role
+
+
+class MePublic(UserPublic):
+    submissions_today: int
+    daily_quota: int
+
+
+class UserCreate(BaseModel):
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.@+-]+( [A-Za-z0-9_.@+-]+)*$")
+    email: str = Field(min_length=3, max_length=254, pattern=r"^[^@\s]+@[^@\s]+$")
+    role: Role = "participant"
+
+
+class UserCreated(BaseModel):
+    user: UserPublic
+    token: str
+
+
+class TokenCreated(BaseModel):
+    id: int
+    token: str
+
+
+# ----------------------------------------------------------------------------------------------------- submissions
+
+
+class EvaluationPublic(BaseModel):
+    id: int
+    kind: Literal["initial", "rerun", "audit"]
+    state: State
+    evalset_name: str
+    evalset_commitment: str
+    sim_version: str | None
+    image_digest: str | None
+    bundle_sha256: str
+    sandbox: str | None
+    created_at: dt.datetime
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    attempts: int
+    progress: Progress
+    error: ErrorInfo | None
+    audit_of: int | None
+    audit: AuditVerdict | None
+
+
+class SubmissionPublic(BaseModel):
+    id: int
+    name: str
+    description: str
+    owner: str
+    created_at: dt.datetime
+    bundle_sha256: str
+    state: State
+    disqualified: str | None
+    progress: Progress
+    error: ErrorInfo | None
+    score: Score | None
+    rank: int | None
+    selected: bool
+    evaluations: list[EvaluationPublic]
+
+
+class SubmissionsPublic(BaseModel):
+    data: list[SubmissionPublic]
+    count: int
+
+
+class EpisodeLog(BaseModel):
+    scenario: str
+    episode: str
+    status: str
+    message: str
+    stdout: str | None
+    stderr: str | None
+
+
+class SubmissionLogs(BaseModel):
+    data: list[EpisodeLog]
+
+
+class EpisodePublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    scenario: str
+    episode_id: str
+    split: str
+    hidden: bool
+    status: str
+    message: str
+    mean_completion: float | None
+    p95_completion: float | None
+    cloud_share: float | None
+    trace_hash: str | None
+    n_actions: int
+
+
+class EvaluationDetail(EvaluationPublic):
+    submission_id: int
+    worker_id: str | None
+    heartbeat_at: dt.datetime | None
+    infrastructure_failure: bool
+    score_public: Score | None
+    score_private: Score | None
+    episodes: list[EpisodePublic]
+
+
+# ----------------------------------------------------------------------------------------------------- leaderboard
+
+
+class LeaderboardRow(BaseModel):
+    rank: int | None
+    participant: str
+    submission_id: int | None
+    submission_name: str
+    score: float
+    ci_low: float
+    ci_high: float
+    per_scenario: dict[str, float]
+    submissions: int
+    submitted_at: dt.datetime
+    baseline: bool
+
+
+class Leaderboard(BaseModel):
+    split: Literal["public", "private"]
+    frozen: bool
+    published: bool
+    rows: list[LeaderboardRow]
+
+
+class LeaderboardStatePublic(BaseModel):
+    frozen: bool
+    frozen_at: dt.datetime | None
+    published: bool
+    published_at: dt.datetime | None
+
+
+# ------------------------------------------------------------------------------------------------ organiser bodies
+
+
+class RerunRequest(BaseModel):
+    evalset: str | None = None
+
+
+class AuditRequest(BaseModel):
+    sample: int | None = Field(default=None, ge=1)
+
+
+class DisqualifyRequest(BaseModel):
+    reason: str = Field(min_length=1, max_length=2000)
+
+
+class FreezeRequest(BaseModel):
+    frozen: bool
+
+
+class AuditLogPublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    at: dt.datetime
+    actor: str
+    action: str
+    target: str
+    detail: dict[str, Any]
+
+
+class AuditLogList(BaseModel):
+    data: list[AuditLogPublic]
+    count: int
+
+
+# ------------------------------------------------------------------------------------------------- evaluation sets
+
+
+class ScenarioPublic(BaseModel):
+    name: str
+    weight: float
+    public_episodes: int
+
+
+class EvalSetPublic(BaseModel):
+    name: str
+    commitment: str
+    revealed: bool
+    scenarios: list[ScenarioPublic]
+
+
+class Health(BaseModel):
+    database: str
+    broker: str

@@ -1,0 +1,471 @@
+"""The sandbox side: import the student's policy once, then answer one decision at a time, one process per episode.
+
+Runs *inside* the sandbox with the standard library, numpy, ``layersched.sim`` and (if the policy imports it)
+torch, as ``python3 -m layersched.worker.harness --socket PATH --bundle DIR``.
+
+* The parent process connects the control connection, imports ``policy.py`` from the bundle (seeded with 0, so
+  import-time randomness is reproducible) and reports ``ready`` or ``import_error`` with the traceback.
+* For each episode it forks. The child seeds Python's, numpy's and torch's global generators from the seed the
+  trusted side sent, opens its own episode connection, and keeps a *replica* ``ClusterEnv``: it knows the scenario
+  (node parameters, catalog), the tasks seen so far and the current one; never future tasks, the workload seed or
+  its key. The policy may do anything to its replica; the score is computed on the trusted side.
+* The parent captures the child's stdout/stderr (bounded, the rest counted), kills it on request (timeouts are the
+  trusted side's decision) and reports how it ended in an ``exited`` frame.
+
+Everything the harness says is untrusted: the policy runs in the same processes. The trusted side only relies on
+it for convenience (output capture, OOM hints) and validates every action itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import importlib.util
+import operator
+import os
+import platform
+import random
+import select
+import signal
+import socket
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from layersched.sim.catalog import parse_catalog
+from layersched.sim.env import ClusterEnv
+from layersched.sim.scenario import CloudNode, NodeRanges, Scenario
+from layersched.sim.workload import NodeSpec, Task
+from layersched.worker import protocol
+
+Policy = Callable[[Any, Task, random.Random], Any]
+
+# Exit codes of an episode process (besides being killed by a signal).
+EXIT_OK = 0
+EXIT_POLICY_RAISED = 1
+EXIT_PROTOCOL = 3
+EXIT_HARNESS = 70
+
+_INT64 = 2**63
+
+
+# ---------------------------------------------------------------------------------------------- wire conversions
+# Used by both sides: the trusted runner encodes, the harness decodes.
+
+
+def scenario_to_wire(name: str, scenario: Scenario) -> dict[str, Any]:
+    params = scenario.params()
+    params.pop("catalog")
+    return {
+        "type": "scenario",
+        "name": name,
+        "hash": scenario.content_hash,
+        "params": params,
+        "catalog": {"name": scenario.catalog.name, "images": scenario.catalog.to_json()},
+    }
+
+
+def scenario_from_wire(message: dict[str, Any]) -> Scenario:
+    p = message["params"]
+    cloud = p["cloud"]
+    return Scenario(
+        catalog=parse_catalog(message["catalog"]["images"], name=message["catalog"]["name"]),
+        n_nodes=p["n_nodes"],
+        n_tasks=p["n_tasks"],
+        arrival_rate=p["arrival_rate"],
+        slots=p["slots"],
+        nodes=NodeRanges(
+            bandwidth_mbps=tuple(p["nodes"]["bandwidth_mbps"]),
+            freq_ghz=tuple(p["nodes"]["freq_ghz"]),
+            storage_gb=tuple(p["nodes"]["storage_gb"]),
+        ),
+        cycles_g=tuple(p["cycles_g"]),
+        zipf_s=p["zipf_s"],
+        cloud=None if cloud is None else CloudNode(**cloud),
+    )
+
+
+def nodes_to_wire(specs: list[NodeSpec]) -> list[list[Any]]:
+    # JSON has no Infinity: the cloud's unlimited storage travels as null.
+    return [
+        [s.bandwidth, s.freq, None if s.storage == float("inf") else s.storage, s.slots, s.is_cloud] for s in specs
+    ]
+
+
+def nodes_from_wire(rows: list[list[Any]]) -> list[NodeSpec]:
+    return [
+        NodeSpec(bandwidth=b, freq=f, storage=float("inf") if s is None else s, slots=k, is_cloud=c)
+        for b, f, s, k, c in rows
+    ]
+
+
+def task_to_wire(step: int, task: Task) -> dict[str, Any]:
+    return {"type": "task", "step": step, "task": [task.arrival, task.image, task.cycles]}
+
+
+def action_message(step: int, value: object) -> dict[str, Any]:
+    """The reply for what the policy returned: an ``action`` if it is an integer, else ``bad_action`` naming it."""
+    if not isinstance(value, bool) and not isinstance(value, int):
+        try:  # numpy integers and other exact integer types, as check_action accepts in-process
+            value = operator.index(value)  # type: ignore[call-overload]
+        except Exception:
+            pass
+    if isinstance(value, int) and not isinstance(value, bool):
+        if -_INT64 <= value < _INT64:
+            return {"type": "action", "step": step, "action": value}
+        return {"type": "bad_action", "step": step, "value": f"an integer of {value.bit_length()} bits",
+                "value_type": "int"}
+    try:
+        text = repr(value)[:200]
+    except Exception:
+        text = "<unrepresentable>"
+    return {"type": "bad_action", "step": step, "value": text, "value_type": type(value).__name__}
+
+
+# ---------------------------------------------------------------------------------------------- output capture
+
+
+class Capture:
+    """Keeps the first ``limit`` bytes of a stream and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.data = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = max(0, self.limit - len(self.data))
+        self.data += chunk[:room]
+        self.dropped += max(0, len(chunk) - room)
+
+    def b64(self) -> str:
+        return base64.b64encode(bytes(self.data)).decode()
+
+
+def _read_file_capped(path: str, limit: int) -> Capture:
+    capture = Capture(limit)
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 16):
+            capture.add(chunk)
+    return capture
+
+
+# ---------------------------------------------------------------------------------------------- seeding
+
+
+def seed_globals(seed: int) -> None:
+    """Seed Python's, numpy's and (if imported) torch's global generators from one 63-bit seed."""
+    random.seed(seed)
+    np.random.seed([seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF])  # legacy seeding takes 32-bit words
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(seed)
+
+
+def configure_torch() -> None:
+    """Single-threaded, deterministic torch, if the policy imported it."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    torch.set_num_threads(1)
+    with contextlib.suppress(RuntimeError):  # fails once inter-op work has started; OMP_NUM_THREADS still holds
+        torch.set_num_interop_threads(1)
+    torch.use_deterministic_algorithms(True)
+
+
+def oom_kills() -> int | None:
+    """The container's OOM-kill counter (cgroup v1 or v2), or None outside a memory cgroup."""
+    for path, key in (("/sys/fs/cgroup/memory.events", "oom_kill"),
+                      ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill")):
+        try:
+            with open(path) as f:
+                for line in f:
+                    name, _, value = line.partition(" ")
+                    if name == key:
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- parent
+
+
+def load_policy(bundle: Path) -> Policy:
+    """Import ``policy.py`` from ``bundle`` (its directory first on ``sys.path``) and return its ``policy``."""
+    path = bundle / "policy.py"
+    if not path.is_file():
+        raise ImportError(f"bundle has no policy.py (looked for {path})")
+    sys.path.insert(0, str(bundle))
+    spec = importlib.util.spec_from_file_location("policy", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["policy"] = module
+    spec.loader.exec_module(module)
+    fn = getattr(module, "policy", None)
+    if not callable(fn):
+        raise ImportError(f"policy.py defines no callable 'policy' (found {type(fn).__name__})")
+    return fn  # type: ignore[no-any-return]
+
+
+class Harness:
+    def __init__(self, socket_path: str, bundle: Path, output_bytes: int) -> None:
+        self.socket_path = socket_path
+        self.bundle = bundle
+        self.output_bytes = output_bytes
+        self.envs: dict[str, ClusterEnv] = {}
+        self.policy: Policy | None = None
+        self.ctl = self._connect()
+
+    def _connect(self) -> socket.socket:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(self.socket_path)
+        return sock
+
+    def send(self, message: dict[str, Any]) -> None:
+        protocol.send(self.ctl, message, max_size=protocol.MAX_FRAME_FROM_SANDBOX)
+
+    def import_policy(self) -> bool:
+        """Import with stdout/stderr going to files, so the import's output is reported too."""
+        started = time.monotonic()
+        out = tempfile.NamedTemporaryFile(prefix="import-out-", delete=False)
+        err = tempfile.NamedTemporaryFile(prefix="import-err-", delete=False)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        error = None
+        try:
+            seed_globals(0)
+            self.policy = load_policy(self.bundle)
+            configure_torch()
+        except BaseException:  # the sandbox boundary: SystemExit and KeyboardInterrupt from the module count too
+            error = traceback.format_exc()
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+        captures = [_read_file_capped(f.name, self.output_bytes) for f in (out, err)]
+        for f in (out, err):
+            f.close()
+            os.unlink(f.name)
+        report = {
+            "stdout": captures[0].b64(), "stderr": captures[1].b64(),
+            "stdout_dropped": captures[0].dropped, "stderr_dropped": captures[1].dropped,
+        }
+        if error is not None:
+            self.send({"type": "import_error", "traceback": error[-20000:], **report})
+            return False
+        torch = sys.modules.get("torch")
+        self.send({
+            "type": "ready",
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "torch": None if torch is None else str(torch.__version__),
+            "import_seconds": time.monotonic() - started,
+            **report,
+        })
+        return True
+
+    def serve(self) -> None:
+        while True:
+            try:
+                message = protocol.recv(self.ctl, max_size=protocol.MAX_FRAME_TO_SANDBOX)
+            except protocol.ChannelClosed:
+                return  # the worker is gone: so are we
+            kind = message["type"]
+            if kind == "scenario":
+                scenario = scenario_from_wire(message)
+                self.envs[message["name"]] = ClusterEnv(scenario)
+                self.send({"type": "scenario_ok", "name": message["name"], "hash": scenario.content_hash})
+            elif kind == "episode":
+                self.run_episode(message)
+            elif kind == "ping":
+                self.send({"type": "pong"})
+            elif kind == "shutdown":
+                return
+            else:
+                raise protocol.ProtocolError(f"unexpected {kind!r} frame on the control connection")
+
+    def run_episode(self, message: dict[str, Any]) -> None:
+        env = self.envs[message["scenario"]]
+        assert self.policy is not None
+        oom_before = oom_kills()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the episode process
+            code = EXIT_HARNESS
+            try:
+                os.setpgid(0, 0)
+                self.ctl.close()
+                os.dup2(out_w, 1)
+                os.dup2(err_w, 2)
+                for fd in (out_r, out_w, err_r, err_w):
+                    os.close(fd)
+                code = episode_process(self.socket_path, self.policy, env, message)
+            finally:
+                with contextlib.suppress(BaseException):
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                os._exit(code)
+        os.close(out_w)
+        os.close(err_w)
+        with contextlib.suppress(OSError):
+            os.setpgid(pid, pid)  # also here, so the group exists before either side runs on
+        captures = {out_r: Capture(self.output_bytes), err_r: Capture(self.output_bytes)}
+        open_fds = {out_r, err_r}
+        status, killed, shutdown = self._supervise(pid, captures, open_fds)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)  # whatever the episode left behind
+        self._drain(captures, open_fds)
+        oom_after = oom_kills()
+        out, err = captures[out_r], captures[err_r]
+        self.send({
+            "type": "exited",
+            "episode_id": message["episode_id"],
+            "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+            "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+            "killed": killed,
+            "oom_kills": None if oom_before is None or oom_after is None else oom_after - oom_before,
+            "stdout": out.b64(), "stderr": err.b64(),
+            "stdout_dropped": out.dropped, "stderr_dropped": err.dropped,
+        })
+        if shutdown:
+            raise SystemExit(0)
+
+    def _supervise(self, pid: int, captures: dict[int, Capture], open_fds: set[int]) -> tuple[int, bool, bool]:
+        """Read output and control frames until the episode process ends. Returns (wait status, killed, shutdown)."""
+        pidfd = os.pidfd_open(pid)
+        killed = shutdown = False
+        try:
+            while True:
+                readable, _, _ = select.select([self.ctl, pidfd, *open_fds], [], [])
+                for fd in readable:
+                    if fd in open_fds:
+                        _read_into(fd, captures[fd], open_fds)
+                if self.ctl in readable:
+                    try:
+                        message = protocol.recv(self.ctl, max_size=protocol.MAX_FRAME_TO_SANDBOX)
+                    except protocol.ChannelClosed:
+                        message = {"type": "shutdown"}
+                    if message["type"] == "ping":
+                        self.send({"type": "pong"})
+                    elif message["type"] in ("kill", "shutdown"):
+                        shutdown = message["type"] == "shutdown"
+                        killed = True
+                        with contextlib.suppress(ProcessLookupError, PermissionError):
+                            os.killpg(pid, signal.SIGKILL)
+                if pidfd in readable:
+                    _, status = os.waitpid(pid, 0)
+                    return status, killed, shutdown
+        finally:
+            os.close(pidfd)
+
+    def _drain(self, captures: dict[int, Capture], open_fds: set[int], seconds: float = 0.2) -> None:
+        """Read what is left in the pipes; stop early if an escaped grandchild keeps one open."""
+        deadline = time.monotonic() + seconds
+        while open_fds and (left := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select(list(open_fds), [], [], left)
+            for fd in readable:
+                _read_into(fd, captures[fd], open_fds)
+        for fd in list(open_fds):
+            os.close(fd)
+            open_fds.discard(fd)
+
+
+def _read_into(fd: int, capture: Capture, open_fds: set[int]) -> None:
+    chunk = os.read(fd, 1 << 16)
+    if chunk:
+        capture.add(chunk)
+    else:
+        os.close(fd)
+        open_fds.discard(fd)
+
+
+# ---------------------------------------------------------------------------------------------- episode process
+
+
+def episode_process(socket_path: str, policy: Policy, env: ClusterEnv, message: dict[str, Any]) -> int:
+    """Serve one episode's decisions on a fresh connection. Returns the process exit code."""
+    seed = message["seed"]
+    seed_globals(seed)
+    rng = random.Random(seed)
+    env.start(nodes_from_wire(message["nodes"]))
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(socket_path)
+
+    def send(reply: dict[str, Any]) -> None:
+        protocol.send(conn, reply, max_size=protocol.MAX_FRAME_FROM_SANDBOX)
+
+    send({"type": "hello", "episode_id": message["episode_id"]})
+    step = 0
+    while True:
+        frame = protocol.recv(conn, max_size=protocol.MAX_FRAME_TO_SANDBOX)
+        if frame["type"] == "end":
+            return EXIT_OK
+        protocol.expect(frame, "task", {"step": int, "task": list})
+        if frame["step"] != step:
+            return EXIT_PROTOCOL
+        arrival, image, cycles = frame["task"]
+        task = Task(float(arrival), int(image), float(cycles))
+        env.tasks.append(task)
+        env.k = step
+        try:
+            value = policy(env, task, rng)
+            reply = action_message(step, value)
+        except MemoryError:
+            send({"type": "error", "step": step, "kind": "memory", "traceback": traceback.format_exc()[-20000:]})
+            return EXIT_POLICY_RAISED
+        except BaseException:  # the sandbox boundary: report whatever the policy raised, SystemExit included
+            send({"type": "error", "step": step, "kind": "exception", "traceback": traceback.format_exc()[-20000:]})
+            return EXIT_POLICY_RAISED
+        send(reply)
+        if reply["type"] == "action" and 0 <= reply["action"] < env.n_nodes:
+            # After replying, so the replica's update overlaps with the trusted side's own step.
+            try:
+                ClusterEnv.place(env, task, reply["action"])
+            except BaseException:  # the policy broke its replica; it finds out at the next step
+                send({"type": "error", "step": step + 1, "kind": "replica",
+                      "traceback": traceback.format_exc()[-20000:]})
+                return EXIT_POLICY_RAISED
+            env.k = step + 1
+        step += 1
+
+
+# ---------------------------------------------------------------------------------------------- entry point
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="layersched.worker.harness", description=__doc__.splitlines()[0])
+    parser.add_argument("--socket", required=True, help="Unix socket of the trusted worker")
+    parser.add_argument("--bundle", required=True, type=Path, help="directory holding policy.py")
+    parser.add_argument("--output-bytes", type=int, default=1024 * 1024, help="captured bytes per stream")
+    args = parser.parse_args(argv)
+    harness = Harness(args.socket, args.bundle, args.output_bytes)
+    # From here on the harness's own stdout/stderr are not read by anyone; episode output goes through pipes.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    if not harness.import_policy():
+        return 0
+    harness.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

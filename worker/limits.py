@@ -1,0 +1,63 @@
+"""Resource limits of one sandboxed evaluation, with their defaults and why they are what they are."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Limits applied to one submission's sandbox. Every breach ends an episode with a status, never silently."""
+
+    decision_seconds: float = 2.0
+    """Deadline of one decision, from sending the task to receiving the action (``timeout``). The lab's heuristics
+    take well under 1 ms and a small MLP about 0.1 ms; 2 s leaves room for a cold first step (fork, page faults)."""
+
+    episode_seconds: float = 300.0
+    """Wall budget of one episode, all its decisions together (``timeout``): 500 tasks at 0.6 s each."""
+
+    submission_seconds: float = 1800.0
+    """Wall budget of the whole evaluation of one submission, container start and import included (``timeout``
+    for every episode that starts after it is spent)."""
+
+    startup_seconds: float = 120.0
+    """Container start plus policy import (numpy + torch + the student's module and weights). A missed startup is
+    reported as ``timeout`` when the import hangs, as ``infrastructure_error`` when the sandbox never connects."""
+
+    memory_bytes: int = 2048 * MiB
+    """Memory of the container; swap is set equal, so there is no swap (``memory_exceeded``). Torch CPU plus a
+    modest model fits in a few hundred MiB."""
+
+    pids: int = 64
+    """Processes and threads in the container: the harness, one episode process and their threads."""
+
+    cpus: float = 1.0
+    """CPU quota in cores. Policies run single-threaded; one core keeps timings comparable between workers."""
+
+    tmp_bytes: int = 64 * MiB
+    """Size of the writable ``/tmp`` tmpfs, the only writable place in the container (counts towards memory)."""
+
+    output_bytes: int = 1 * MiB
+    """Captured bytes per stream (stdout, stderr) per episode; the rest is dropped and counted."""
+
+    bundle_bytes: int = 50 * 1000 * 1000
+    """Total size of a submission bundle (50 MB)."""
+
+    bundle_files: int = 100
+    """Number of files in a submission bundle."""
+
+    kill_grace_seconds: float = 5.0
+    """How long the harness gets to report a killed episode process before the whole sandbox is replaced."""
+
+    def __post_init__(self) -> None:
+        for name in ("decision_seconds", "episode_seconds", "submission_seconds", "startup_seconds",
+                     "cpus", "kill_grace_seconds"):
+            value = getattr(self, name)
+            if not value > 0:
+                raise ValueError(f"SandboxLimits.{name} must be positive, got {value!r}")
+        for name in ("memory_bytes", "pids", "tmp_bytes", "output_bytes", "bundle_bytes", "bundle_files"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"SandboxLimits.{name} must be a positive int, got {value!r}")

@@ -1,0 +1,155 @@
+"""The wire format between the trusted worker and the sandbox harness: length-prefixed JSON frames.
+
+A frame is a 4-byte big-endian payload length followed by that many bytes of UTF-8 JSON holding one object with a
+string ``"type"``. Parsing is strict, because one side of the channel runs hostile code: the length is checked
+against a maximum *before* anything is read, the payload must be valid UTF-8 and valid JSON without ``NaN`` or
+``Infinity``, without duplicate keys, and must be an object whose ``"type"`` is a string. Never pickle: unpickling
+runs code chosen by the sender.
+
+This module is imported on both sides, so it uses the standard library only.
+
+Messages (``->`` trusted to sandbox, ``<-`` sandbox to trusted):
+
+* control connection (harness parent): ``<- ready`` / ``<- import_error``; ``-> scenario``, ``-> episode``,
+  ``-> kill``, ``-> ping`` / ``<- pong``, ``-> shutdown``; ``<- exited`` when an episode process has ended.
+* episode connection (one forked process per episode): ``<- hello``; then per step ``-> task`` and ``<- action``
+  (or ``<- error`` when the policy raised); ``-> end``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import time
+from typing import Any
+
+HEADER = struct.Struct(">I")
+
+# Trusted -> sandbox frames carry a scenario (its whole catalog) once per sandbox: allow a few MiB.
+MAX_FRAME_TO_SANDBOX = 16 * 1024 * 1024
+# Sandbox -> trusted frames are replies; the largest is ``exited`` with two base64 output captures of ~1 MiB.
+MAX_FRAME_FROM_SANDBOX = 4 * 1024 * 1024
+
+
+class ProtocolError(Exception):
+    """A frame that is too large, truncated, not UTF-8 JSON, or not the expected message."""
+
+
+class ChannelClosed(ProtocolError):
+    """The peer closed the connection (EOF) before a complete frame arrived."""
+
+
+class ChannelTimeout(ProtocolError):
+    """No complete frame arrived before the deadline."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name} is not allowed")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def encode(message: dict[str, Any], *, max_size: int = MAX_FRAME_TO_SANDBOX) -> bytes:
+    """One frame for ``message`` (a dict with a string ``type``); raises ``ProtocolError`` if it is too large."""
+    payload = json.dumps(message, separators=(",", ":"), allow_nan=False, ensure_ascii=False).encode()
+    if len(payload) > max_size:
+        raise ProtocolError(f"frame of {len(payload)} bytes exceeds the maximum of {max_size} bytes")
+    return HEADER.pack(len(payload)) + payload
+
+
+def decode(payload: bytes) -> dict[str, Any]:
+    """Parse one frame's payload strictly; raises ``ProtocolError`` naming what is wrong."""
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(f"frame is not valid UTF-8: {exc}") from None
+    try:
+        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+    except ValueError as exc:  # JSONDecodeError is a ValueError, so are our hooks' errors
+        raise ProtocolError(f"frame is not valid JSON: {exc}: {_preview(payload)}") from None
+    if not isinstance(value, dict):
+        raise ProtocolError(f"frame must be a JSON object, got {type(value).__name__}: {_preview(payload)}")
+    if not isinstance(value.get("type"), str):
+        raise ProtocolError(f"frame has no string 'type': {_preview(payload)}")
+    return value
+
+
+def _preview(payload: bytes, limit: int = 120) -> str:
+    text = repr(payload[:limit])
+    return text + (f"... ({len(payload)} bytes)" if len(payload) > limit else "")
+
+
+def send(sock: socket.socket, message: dict[str, Any], *, max_size: int = MAX_FRAME_TO_SANDBOX) -> None:
+    sock.sendall(encode(message, max_size=max_size))
+
+
+def recv(sock: socket.socket, *, max_size: int, deadline: float | None = None) -> dict[str, Any]:
+    """Read one frame. ``deadline`` is a ``time.monotonic()`` value; ``None`` waits forever.
+
+    Raises ``ChannelTimeout``, ``ChannelClosed`` or ``ProtocolError`` (oversized or malformed frame). A frame
+    whose header announces more than ``max_size`` bytes is rejected without reading its body.
+    """
+    header = _recv_exact(sock, HEADER.size, deadline)
+    (size,) = HEADER.unpack(header)
+    if size > max_size:
+        raise ProtocolError(f"frame announces {size} bytes, more than the maximum of {max_size} bytes")
+    return decode(_recv_exact(sock, size, deadline))
+
+
+def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        if deadline is None:
+            sock.settimeout(None)
+        else:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ChannelTimeout(f"no complete frame before the deadline ({got} of {n} bytes received)")
+            sock.settimeout(remaining)
+        try:
+            k = sock.recv_into(view[got:], n - got)
+        except TimeoutError:
+            raise ChannelTimeout(f"no complete frame before the deadline ({got} of {n} bytes received)") from None
+        if k == 0:
+            raise ChannelClosed(f"connection closed after {got} of {n} bytes")
+        got += k
+    return bytes(buf)
+
+
+def expect(message: dict[str, Any], kind: str, fields: dict[str, type | tuple[type, ...]]) -> dict[str, Any]:
+    """Check that ``message`` is a ``kind`` frame with exactly ``fields`` (name -> allowed types).
+
+    ``bool`` is never accepted where ``int`` is asked for, since JSON ``true`` is not a number.
+    """
+    if message["type"] != kind:
+        raise ProtocolError(f"expected a {kind!r} frame, got {message['type']!r}")
+    keys = set(message) - {"type"}
+    if keys != set(fields):
+        missing = sorted(set(fields) - keys)
+        extra = sorted(keys - set(fields))
+        raise ProtocolError(f"{kind!r} frame has wrong fields (missing {missing}, unexpected {extra})")
+    for name, allowed in fields.items():
+        value = message[name]
+        if isinstance(value, bool) and bool not in _as_tuple(allowed):
+            raise ProtocolError(f"{kind!r} frame field {name!r} must be {_names(allowed)}, got {value!r}")
+        if not isinstance(value, allowed):
+            raise ProtocolError(f"{kind!r} frame field {name!r} must be {_names(allowed)}, got {value!r:.80}")
+    return message
+
+
+def _as_tuple(allowed: type | tuple[type, ...]) -> tuple[type, ...]:
+    return allowed if isinstance(allowed, tuple) else (allowed,)
+
+
+def _names(allowed: type | tuple[type, ...]) -> str:
+    return " or ".join(t.__name__ for t in _as_tuple(allowed))
