@@ -1,15 +1,14 @@
-"""Alembic environment: the URL comes from Settings (or ``config.attributes["database_url"]``), never from alembic.ini."""
+"""Alembic environment: the URL comes from Settings (or ``config.attributes["database_url"]``), not alembic.ini."""
 
 from __future__ import annotations
 
 from logging.config import fileConfig
 
 from alembic import context
-from sqlalchemy import Connection
-
 from layersched.server.config import get_settings
 from layersched.server.db import make_engine
 from layersched.server.models import Base, UTCDateTime
+from sqlalchemy import Connection
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("configure_logger", True):

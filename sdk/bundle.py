@@ -1,6 +1,6 @@
 """Bundling a policy for upload: one ``.py`` file, or a directory with ``policy.py`` at its top, as a tar.gz.
 
-The limits are the server's defaults (50 MB, 100 files) and are checked here first, so a student learns about a
+The limits are the server's defaults (50 MB upload, 200 MB unpacked, 100 files) and are checked here first, so a student learns about a
 forgotten checkpoint folder before uploading it. Links are refused (the server refuses them too, and following them
 could ship files from outside the directory). Caches (``__pycache__``, ``*.pyc``, ``.git``, ``.ipynb_checkpoints``)
 are left out. The archive is deterministic (sorted names, zero times and owners) so the same files always give the
@@ -21,7 +21,9 @@ from pathlib import Path
 from layersched.sdk.errors import BundleError
 from layersched.sdk.progress import format_bytes
 
-MAX_BYTES = 50 * 1024 * 1024
+# The server's defaults (server/config.py: max_bundle_mb, max_files, max_unpacked_mb; MB = 10**6 bytes).
+MAX_BYTES = 50_000_000  # the upload
+MAX_UNPACKED_BYTES = 200_000_000  # all files of a directory bundle together
 MAX_FILES = 100
 ENTRY_POINT = "policy.py"
 SKIPPED_DIRS = frozenset({"__pycache__", ".git", ".ipynb_checkpoints", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
@@ -100,17 +102,22 @@ def collect_files(path: str | os.PathLike[str], *, max_files: int = MAX_FILES) -
 
 
 def make_bundle(
-    path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES, max_files: int = MAX_FILES
+    path: str | os.PathLike[str],
+    *,
+    max_bytes: int = MAX_BYTES,
+    max_unpacked_bytes: int = MAX_UNPACKED_BYTES,
+    max_files: int = MAX_FILES,
 ) -> Bundle:
     """Bundle a ``.py`` file (uploaded as is) or a directory (a deterministic tar.gz built in memory)."""
     source = Path(path)
     files = collect_files(source, max_files=max_files)
     sizes = [(arcname, disk, disk.stat().st_size) for arcname, disk in files]
     total = sum(size for _, _, size in sizes)
-    if total > max_bytes:
+    limit = max_bytes if source.is_file() else max_unpacked_bytes
+    if total > limit:
         biggest = max(sizes, key=lambda item: item[2])
         raise BundleError(
-            f"{source} holds {format_bytes(total)}, over the {format_bytes(max_bytes)} limit "
+            f"{source} holds {format_bytes(total)}, over the {format_bytes(limit)} limit "
             f"(largest file: {biggest[0]}, {format_bytes(biggest[2])})"
         )
     if source.is_file():
@@ -130,6 +137,9 @@ def make_bundle(
                 tar.addfile(info, fh)
     data = raw.getvalue()
     if len(data) > max_bytes:
-        raise BundleError(f"the archive of {source} is {format_bytes(len(data))}, over the {format_bytes(max_bytes)} limit")
+        raise BundleError(
+            f"the archive of {source} is {format_bytes(len(data))} compressed, over the {format_bytes(max_bytes)} "
+            f"upload limit; leave out checkpoints you do not need at evaluation time"
+        )
     name = f"{source.resolve().name or 'bundle'}.tar.gz"
     return Bundle(name, data, tuple(a for a, _, _ in sizes), total, source)

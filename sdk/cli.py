@@ -1,2 +1,505 @@
-def main() -> None:
-    print("hi")
+"""The ``layersched`` command: what students and organisers type.
+
+Every command prints one clear ``error: ...`` line and exits non-zero when something fails (1 for a failure,
+2 for a usage error, 130 when interrupted); no traceback reaches the terminal. Progress goes to stderr, results to
+stdout, so ``--json`` output can be piped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from layersched.sdk.config import LOGIN_HINT, load_config, save_config
+from layersched.sdk.errors import AuthError, ConfigError, Forbidden, LayerschedError
+from layersched.sdk.progress import ProgressBar, format_bytes
+from layersched.sim.errors import SimError
+
+Handler = Callable[[argparse.Namespace], int]
+
+STUDENT_EPILOG = """\
+first steps:
+  pip install "layersched[torch]"
+  layersched login --server https://challenge.example.org --token YOUR_TOKEN
+  layersched init my_policy && cd my_policy
+  layersched validate .
+  layersched submit . --name first-try
+
+Run `layersched COMMAND --help` for the options and examples of each command.
+"""
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the examples in epilogs as written."""
+
+
+def _add(
+    sub: Any, name: str, handler: Handler, help_text: str, description: str, examples: str
+) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=help_text,
+        description=description,
+        epilog="examples:\n" + examples,
+        formatter_class=_Formatter,
+    )
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="layersched",
+        description="Layer-aware container scheduling challenge: validate, submit and follow your policies.",
+        epilog=STUDENT_EPILOG,
+        formatter_class=_Formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = _add(
+        sub, "login", cmd_login, "save the server URL and your token",
+        "Check the token against the server and save it (mode 0600) in the user config directory.\n"
+        "LAYERSCHED_SERVER and LAYERSCHED_TOKEN override the saved values.",
+        "  layersched login --server https://challenge.example.org --token 3f9c...\n"
+        "  layersched login --server http://127.0.0.1:8000          # asks for the token\n",
+    )
+    p.add_argument("--server", help="the service's URL (default: the saved one or $LAYERSCHED_SERVER)")
+    p.add_argument("--token", help="your API token (asked for when omitted)")
+    p.add_argument("--no-verify", action="store_true", help="save without asking the server who you are")
+
+    p = _add(
+        sub, "init", cmd_init, "create a starter kit in DIR",
+        "Copy the starter kit: policy.py (the contract, a template that works as is), train_reinforce.py\n"
+        "(REINFORCE as in the lab), imitation_rl.py (clone Greedy, then policy gradient), plot_curves.py, README.md.",
+        "  layersched init my_policy\n  layersched init . --force      # overwrite files of an older kit\n",
+    )
+    p.add_argument("dir", type=Path, help="directory to create (or fill)")
+    p.add_argument("--force", action="store_true", help="overwrite existing files")
+
+    p = _add(
+        sub, "validate", cmd_validate, "check a policy locally and score it on the public sample",
+        "Check the bundle (size, files, links), syntax, the policy(env, task, rng) contract and imports the\n"
+        "sandbox lacks, then run the policy on the public sample episodes in a separate process and print its\n"
+        "score next to the six baselines. Exits 1 if something would fail on the server.",
+        "  layersched validate my_policy.py\n  layersched validate my_policy/ --deadline 0.5\n"
+        "  layersched validate my_policy/ --evalset hidden_seeds/sample.toml --episodes 2\n",
+    )
+    p.add_argument("path", type=Path, help="a policy .py file or a directory with policy.py")
+    p.add_argument("--deadline", type=_positive_float, default=1.0, metavar="S",
+                   help="per-decision deadline in seconds to check against (default 1)")
+    p.add_argument("--evalset", type=Path, metavar="FILE", help="evaluation-set file (default: the public sample)")
+    p.add_argument("--episodes", type=_positive_int, metavar="N",
+                   help="only the first N episodes (quick check; the score is then not comparable)")
+    p.add_argument("--static", action="store_true", help="only the checks that run nothing (no episodes)")
+
+    p = _add(
+        sub, "submit", cmd_submit, "upload a policy and follow its evaluation",
+        "Bundle PATH (a .py file, or a directory with policy.py; at most 50 MB and 100 files), run the static\n"
+        "checks, upload it with a progress bar, then follow the evaluation until its score and rank are known.",
+        "  layersched submit my_policy.py\n"
+        "  layersched submit my_policy/ --name mlp-v2 --message \"imitation + 200 PG episodes\"\n"
+        "  layersched submit my_policy/ --no-wait      # then: layersched status ID\n",
+    )
+    p.add_argument("path", type=Path, help="a policy .py file or a directory with policy.py")
+    p.add_argument("--name", help="submission name, 1-100 characters (default: the file or directory name)")
+    p.add_argument("--message", "-m", default="", help="a description for you and the organisers")
+    p.add_argument("--wait", action=argparse.BooleanOptionalAction, default=True,
+                   help="follow the evaluation until it ends (default: --wait)")
+    p.add_argument("--skip-checks", action="store_true", help="upload even if the local static checks fail")
+    p.add_argument("--poll", type=_positive_float, default=2.0, metavar="S", help="seconds between status checks")
+    p.add_argument("--timeout", type=_positive_float, metavar="S", help="stop following after S seconds")
+
+    p = _add(
+        sub, "status", cmd_status, "show one submission, or list yours",
+        "Without ID: your submissions, newest first. With ID: state, progress, score, rank and the provenance\n"
+        "of every evaluation (evaluation set, simulator version, sandbox image, bundle hash).",
+        "  layersched status\n  layersched status 12\n  layersched status 12 --json\n",
+    )
+    p.add_argument("id", nargs="?", type=_positive_int, help="submission id")
+    p.add_argument("--limit", type=_positive_int, default=20, help="how many to list (default 20)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = _add(
+        sub, "logs", cmd_logs, "show the per-episode log of a submission",
+        "Status and message of every episode; output and tracebacks for public sample episodes only.",
+        "  layersched logs 12\n  layersched logs 12 --json\n",
+    )
+    p.add_argument("id", type=_positive_int, help="submission id")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = _add(
+        sub, "leaderboard", cmd_leaderboard, "show the leaderboard",
+        "Rank, score (ratio to Greedy, lower is better) with its 95% interval, and the baseline rows.",
+        "  layersched leaderboard\n  layersched leaderboard --split private      # once published\n"
+        "  layersched leaderboard --json | jq '.rows[0]'\n",
+    )
+    p.add_argument("--split", choices=("public", "private"), default="public", help="which split (default public)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = _add(
+        sub, "sim", cmd_sim, "run the simulator's baseline table (python -m layersched.sim)",
+        "Everything after `sim` goes to `python -m layersched.sim`; see `layersched sim --help`.",
+        "  layersched sim\n  layersched sim --nodes 5 --rate 0.5 --json\n",
+    )
+    p.add_argument("sim_args", nargs=argparse.REMAINDER, help="arguments for the simulator's CLI")
+
+    p = _add(
+        sub, "evalset", cmd_evalset_verify, "verify a revealed evaluation set",
+        "After the challenge the organisers publish the evaluation-set file; check that it matches the\n"
+        "commitment (SHA-256) they published before it.",
+        "  layersched evalset verify final.toml 9c1e...64 hex digits\n",
+    )
+    ev = p.add_subparsers(dest="evalset_command", metavar="ACTION")
+    ev.required = True
+    v = ev.add_parser("verify", help="check FILE against COMMITMENT", formatter_class=_Formatter,
+                      description="Exit 0 if FILE has the published COMMITMENT, 1 otherwise.",
+                      epilog="examples:\n  layersched evalset verify final.toml 9c1e...\n")
+    v.add_argument("file", type=Path, help="the evaluation-set file")
+    v.add_argument("commitment", help="the published SHA-256 (64 hex digits)")
+
+    from layersched.sdk.admin import add_admin_parser
+
+    add_admin_parser(sub, _add)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``layersched`` console script; returns the exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["sim"]:  # everything after `sim` belongs to the simulator's own parser
+        return _run_sim(args_list[1:])
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except AuthError as exc:
+        hint = "" if isinstance(exc, Forbidden) else f" ({LOGIN_HINT})"
+        return _fail(f"{exc}{hint}")
+    except LayerschedError as exc:
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    except SimError as exc:  # evalset verify, sim: bad files or parameters, already one clear sentence
+        return _fail(str(exc))
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 1
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("layersched")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+# ---------------------------------------------------------------------------------------------- commands
+
+
+def cmd_login(args: argparse.Namespace) -> int:
+    from layersched.sdk.client import Client
+
+    config = load_config()
+    server = args.server or config.server
+    if not server:
+        raise ConfigError("no server given: layersched login --server URL --token TOKEN")
+    token = args.token
+    if not token:
+        if not sys.stdin.isatty():
+            raise ConfigError("no token given: pass --token TOKEN (or set LAYERSCHED_TOKEN)")
+        token = getpass.getpass("token: ").strip()
+        if not token:
+            raise ConfigError("no token entered")
+    who = ""
+    if not args.no_verify:
+        with Client(server, token) as client:
+            me = client.me()
+        who = f" as {me.name} ({me.role}; {me.submissions_today}/{me.daily_quota} submissions today)"
+    path = save_config(server, token)
+    print(f"logged in to {server}{who}; saved to {path}")
+    return 0
+
+
+def starter_files() -> list[Any]:
+    """The starter kit's files (``importlib.resources`` traversables)."""
+    root = resources.files("layersched.sdk").joinpath("starter")
+    return sorted(
+        (f for f in root.iterdir() if f.is_file() and not f.name.endswith((".pyc", ".pyo"))),
+        key=lambda f: f.name,
+    )
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    target: Path = args.dir
+    files = starter_files()
+    if target.exists() and not target.is_dir():
+        raise ConfigError(f"{target} exists and is not a directory")
+    clashes = [f.name for f in files if (target / f.name).exists()]
+    if clashes and not args.force:
+        raise ConfigError(f"{target} already has {', '.join(clashes)}; use --force to overwrite")
+    target.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        (target / f.name).write_bytes(f.read_bytes())
+    print(f"created the starter kit in {target}/: {', '.join(f.name for f in files)}")
+    print("next:")
+    print(f"  cd {target}")
+    print("  layersched validate .                         # the template works as is (Greedy-like)")
+    print("  python train_reinforce.py --episodes 300      # needs torch: pip install 'layersched[torch]'")
+    print("  layersched validate . && layersched submit . --name reinforce-v1")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from layersched.sdk.validate import format_report, static_check, validate
+
+    if args.static:
+        report = static_check(args.path)
+    else:
+        bar = ProgressBar("episodes")
+
+        def on_message(message: dict[str, Any]) -> None:
+            if message.get("kind") == "plan":
+                bar.update(0, message["episodes"])
+            elif message.get("kind") == "episode":
+                bar.update(bar.done + 1, note=f"{message['scenario']}/{message['episode']} {message['status']}")
+
+        print(f"validating {args.path} (policy runs in a separate process)", file=sys.stderr)
+        report = validate(
+            args.path,
+            deadline_s=args.deadline,
+            evalset_path=args.evalset,
+            max_episodes=args.episodes,
+            on_message=on_message,
+        )
+        bar.close()
+    if not report.ok and report.stderr_tail.strip():
+        print("--- policy output (last lines) ---", file=sys.stderr)
+        print("\n".join(report.stderr_tail.strip().splitlines()[-25:]), file=sys.stderr)
+        print("---", file=sys.stderr)
+    print(format_report(report))
+    return 0 if report.ok else 1
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from layersched.sdk.client import Client, Submission
+    from layersched.sdk.validate import static_check
+
+    config = load_config()
+    config.require_server()
+    config.require_token()
+    report = static_check(args.path)
+    if report.bundle is None:  # bundling itself failed: nothing to upload
+        raise LayerschedError(report.findings[-1].message)
+    bundle = report.bundle
+    problems = [f.message for f in report.findings if f.level == "error"]
+    for f in report.findings:
+        if f.level == "warning":
+            print(f"warning: {f.message}", file=sys.stderr)
+    if problems and not args.skip_checks:
+        more = f" (and {len(problems) - 1} more; run layersched validate)" if len(problems) > 1 else ""
+        raise LayerschedError(f"not uploaded: {problems[0]}{more}")
+    name = args.name or _default_name(args.path)
+    print(
+        f"bundle {bundle.filename}: {len(bundle.files)} file(s), {format_bytes(bundle.unpacked_bytes)}, "
+        f"sha256 {bundle.sha256[:12]}",
+        file=sys.stderr,
+    )
+    with Client.from_config(config) as client:
+        with ProgressBar("upload", len(bundle.data), unit="bytes") as bar:
+            submission = client.submit(
+                bundle, name=name, description=args.message, on_progress=lambda sent, total: bar.update(sent, total)
+            )
+        print(f"submitted #{submission.id} {submission.name!r} ({submission.state})")
+        if not args.wait:
+            print(f"follow it with: layersched status {submission.id}")
+            return 0
+        print("following the evaluation (Ctrl-C stops watching, not the evaluation)", file=sys.stderr)
+        bar = ProgressBar("evaluation")
+
+        def on_update(sub: Submission) -> None:
+            bar.update(sub.progress.done, sub.progress.total or None, note=sub.state)
+
+        try:
+            final = client.wait(submission.id, on_update=on_update, poll_interval=args.poll, timeout=args.timeout)
+        finally:
+            bar.close()
+    print(_outcome_line(final))
+    return 0 if final.state == "succeeded" else 1
+
+
+def _default_name(path: Path) -> str:
+    resolved = path.resolve()
+    name = resolved.stem if resolved.is_file() else resolved.name
+    return (name or "policy")[:100]
+
+
+def _outcome_line(sub: Any) -> str:
+    if sub.state == "succeeded" and sub.score is not None:
+        rank = f"rank {sub.rank}" if sub.rank is not None else "not ranked (not your best, or the board is frozen)"
+        per = ", ".join(f"{k} {v:.3f}" for k, v in sub.score.per_scenario.items())
+        return (
+            f"#{sub.id} succeeded: score {sub.score.overall:.4f} (95% CI {sub.score.ci_low:.4f}-{sub.score.ci_high:.4f},"
+            f" ratio to Greedy, lower is better), {rank}" + (f"\n  per scenario: {per}" if per else "")
+        )
+    if sub.error is not None:
+        return f"#{sub.id} {sub.state}: {sub.error.category}: {sub.error.message} (details: layersched logs {sub.id})"
+    if sub.disqualified:
+        return f"#{sub.id} {sub.state}, disqualified: {sub.disqualified}"
+    return f"#{sub.id} {sub.state}"
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from layersched.sdk.client import Client
+
+    with Client.from_config() as client:
+        if args.id is None:
+            page = client.submissions(limit=args.limit)
+            if args.json:
+                _print_json({"data": [asdict(s) for s in page.data], "count": page.count})
+                return 0
+            if not page.data:
+                print("no submissions yet: layersched submit PATH")
+                return 0
+            rows = [
+                [f"#{s.id}", s.name, s.state, f"{s.progress.done}/{s.progress.total}",
+                 f"{s.score.overall:.4f}" if s.score else "-", str(s.rank) if s.rank is not None else "-",
+                 s.created_at[:19].replace("T", " ")]
+                for s in page.data
+            ]
+            print(_table(["id", "name", "state", "episodes", "score", "rank", "created"], rows))
+            if page.count > len(page.data):
+                print(f"({len(page.data)} of {page.count}; --limit N for more)")
+            return 0
+        sub = client.submission(args.id)
+    if args.json:
+        _print_json(asdict(sub))
+        return 0
+    print(f"#{sub.id} {sub.name!r} by {sub.owner}, created {sub.created_at}")
+    if sub.description:
+        print(f"  {sub.description}")
+    print(f"state: {sub.state}, episodes {sub.progress.done}/{sub.progress.total}")
+    print(_outcome_line(sub))
+    print(f"bundle sha256: {sub.bundle_sha256}")
+    for e in sub.evaluations:
+        print(
+            f"  evaluation #{e.id} {e.kind} {e.state} {e.progress.done}/{e.progress.total}: set {e.evalset_commitment[:12]},"
+            f" sim {e.sim_version}, sandbox {e.sandbox}, image {(e.image_digest or '-')[:19]}"
+            + (f", error {e.error.category}: {e.error.message}" if e.error else "")
+            + (f", audit {e.audit.verdict}" if e.audit else "")
+        )
+    return 0
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    from layersched.sdk.client import Client
+
+    with Client.from_config() as client:
+        logs = client.logs(args.id)
+    if args.json:
+        _print_json([asdict(entry) for entry in logs])
+        return 0
+    if not logs:
+        print(f"no episode has run yet for #{args.id}")
+    for entry in logs:
+        print(f"{entry.scenario}/{entry.episode}: {entry.status}" + (f": {entry.message}" if entry.message else ""))
+        for label, text in (("stdout", entry.stdout), ("stderr", entry.stderr)):
+            if text:
+                print(f"  --- {label} ---")
+                print("\n".join("  " + line for line in text.rstrip().splitlines()))
+    return 0
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from layersched.sdk.client import Client
+
+    with Client.from_config(require_token=False) as client:
+        board = client.leaderboard(args.split)
+    if args.json:
+        _print_json(asdict(board))
+        return 0
+    flags = [word for word, on in (("frozen", board.frozen), ("published", board.published)) if on]
+    print(f"{board.split} leaderboard" + (f" ({', '.join(flags)})" if flags else "") +
+          ": score = ratio to Greedy, lower is better")
+    rows = [
+        [
+            str(r.rank) if r.rank is not None else "-",
+            f"({r.participant})" if r.baseline else r.participant,
+            r.submission_name,
+            f"{r.score:.4f}",
+            f"{r.ci_low:.4f}-{r.ci_high:.4f}",
+            str(r.submissions) if not r.baseline else "",
+            (r.submitted_at or "")[:10],
+        ]
+        for r in board.rows
+    ]
+    print(_table(["rank", "participant", "submission", "score", "95% CI", "subs", "date"], rows) if rows else "(empty)")
+    return 0
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    return _run_sim(list(args.sim_args))
+
+
+def _run_sim(argv: list[str]) -> int:
+    from layersched.sim.cli import main as sim_main
+
+    return sim_main(argv)
+
+
+def cmd_evalset_verify(args: argparse.Namespace) -> int:
+    from layersched.sim.evalset import verify_evalset
+
+    if verify_evalset(args.file, args.commitment):
+        print(f"{args.file}: matches commitment {args.commitment.strip().lower()}")
+        return 0
+    return _fail(f"{args.file} does NOT match commitment {args.commitment.strip()}: the set was changed")
+
+
+# ---------------------------------------------------------------------------------------------- output
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, sort_keys=False))
+

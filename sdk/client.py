@@ -91,10 +91,11 @@ class Evaluation:
     kind: str
     state: str
     evalset_commitment: str
-    sim_version: str
     bundle_sha256: str
-    sandbox: str
     progress: Progress
+    # docs/API.md says str, but a queued evaluation has not chosen its simulator or sandbox yet: the server sends null.
+    sim_version: str | None = None
+    sandbox: str | None = None
     image_digest: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
@@ -234,8 +235,9 @@ class Client:
     def from_config(cls, config: Config | None = None, *, require_token: bool = True, timeout: float = 30.0) -> Client:
         """A client for the saved login (or ``LAYERSCHED_SERVER`` / ``LAYERSCHED_TOKEN``)."""
         config = config if config is not None else load_config()
+        server = config.require_server()
         token = config.require_token() if require_token else config.token
-        return cls(config.require_server(), token, timeout=timeout)
+        return cls(server, token, timeout=timeout)
 
     def close(self) -> None:
         self._http.close()

@@ -43,7 +43,7 @@ class Config:
 
     def require_token(self) -> str:
         if not self.token:
-            raise ConfigError(f"not logged in (no token in {self.source}): {LOGIN_HINT}")
+            raise ConfigError(f"not logged in: {LOGIN_HINT}")
         return self.token
 
 

@@ -13,11 +13,11 @@ from typing import TextIO
 
 
 def format_bytes(n: float) -> str:
-    """``1536`` -> ``'1.5 KB'`` (powers of 1024, as the bundle limits are)."""
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(n) < 1024 or unit == "GB":
+    """``1500`` -> ``'1.5 kB'`` (powers of 1000, as the server's limits are)."""
+    for unit in ("B", "kB", "MB", "GB"):
+        if abs(n) < 1000 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
+        n /= 1000
     raise AssertionError("unreachable")
 
 

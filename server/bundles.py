@@ -189,6 +189,8 @@ def check_policy_source(source: bytes, *, filename: str) -> None:
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as exc:
+        if exc.lineno is None:  # e.g. null bytes: no line to point at
+            raise InvalidPolicy(f"{filename} cannot be parsed: {exc.msg}") from exc
         raise InvalidPolicy(f"{filename} line {exc.lineno}: syntax error: {exc.msg}") from exc
     except ValueError as exc:  # null bytes, undecodable source
         raise InvalidPolicy(f"{filename} cannot be parsed: {exc}") from exc
@@ -258,23 +260,23 @@ def unpack_bundle(path: Path, *, fmt: BundleFormat, dest: Path, max_files: int, 
     """
     data = path.read_bytes()
     name = {"py": "policy.py", "zip": "bundle.zip", "tar.gz": "bundle.tar.gz"}[fmt]
-    info = inspect_bundle(data, name, max_files=max_files, max_unpacked_bytes=max_unpacked_bytes)
+    checked = inspect_bundle(data, name, max_files=max_files, max_unpacked_bytes=max_unpacked_bytes)
     dest.mkdir(parents=True, exist_ok=True)
     if fmt == "py":
         (dest / ENTRY_POINT).write_bytes(data)
         return dest / ENTRY_POINT
     if fmt == "zip":
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            for member in archive.infolist():
-                if not member.is_dir():
-                    _write_member(dest, member.filename, archive.read(member))
+            for zinfo in archive.infolist():
+                if not zinfo.is_dir():
+                    _write_member(dest, zinfo.filename, archive.read(zinfo))
     else:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
-            for member in archive:
-                handle = archive.extractfile(member) if member.isfile() else None
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            for member in tar:
+                handle = tar.extractfile(member) if member.isfile() else None
                 if handle is not None:
                     _write_member(dest, member.name, handle.read())
-    return dest / info.entry_point
+    return dest / checked.entry_point
 
 
 def _write_member(dest: Path, name: str, content: bytes) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -19,16 +19,34 @@ class Settings(BaseSettings):
     broker_url: str = "redis://127.0.0.1:6379/0"
     bundle_dir: Path = Path("./var/bundles")
 
-    max_bundle_mb: float = Field(50, gt=0, description="largest accepted upload, in MB (10**6 bytes)")
-    max_files: int = Field(100, gt=0, description="most members an archive bundle may hold")
-    max_unpacked_mb: float = Field(200, gt=0, description="largest total unpacked size of an archive, in MB")
-    daily_quota: int = Field(5, ge=0, description="submissions per participant per UTC day")
-    max_in_flight: int = Field(2, ge=1, description="queued or running evaluations per participant")
-    stuck_timeout_s: float = Field(600, gt=0, description="a running evaluation without heartbeat this long is stuck")
-    max_attempts: int = Field(3, ge=1, description="times an evaluation is started before it fails for good")
+    max_bundle_mb: Annotated[float, Field(gt=0, description="largest accepted upload, in MB (10**6 bytes)")] = 50
+    max_files: Annotated[int, Field(gt=0, description="most members an archive bundle may hold")] = 100
+    max_unpacked_mb: Annotated[float, Field(gt=0, description="largest total unpacked size of an archive, in MB")] = 200
+    daily_quota: Annotated[int, Field(ge=0, description="submissions per participant per UTC day")] = 5
+    max_in_flight: Annotated[int, Field(ge=1, description="queued or running evaluations per participant")] = 2
+    stuck_timeout_s: Annotated[
+        float, Field(gt=0, description="a running evaluation without heartbeat this long is stuck")
+    ] = 600
+    max_attempts: Annotated[int, Field(ge=1, description="times an evaluation is started before it fails for good")] = 3
 
     evalset_path: Path = Path("hidden_seeds/sample.toml")
+
+    # The worker's side (issue 6) reads these; they live here because the service has one Settings.
     sandbox_backend: Literal["auto", "docker", "process"] = "auto"
+    sandbox_image: str = "layersched-sandbox:latest"
+    sandbox_memory_mb: Annotated[int, Field(gt=0)] = 2048
+    allow_process_for_hidden: Annotated[
+        bool,
+        Field(description="run hidden episodes in the process sandbox when Docker is missing (trusted demos only)"),
+    ] = False
+    decision_seconds: Annotated[float, Field(gt=0, description="wall budget of one policy decision")] = 2.0
+    episode_seconds: Annotated[float, Field(gt=0, description="wall budget of one episode")] = 300.0
+    submission_seconds: Annotated[float, Field(gt=0, description="wall budget of a whole evaluation")] = 1800.0
+    task_time_limit_s: Annotated[int, Field(gt=30, description="Celery hard time limit of an evaluation task")] = 3600
+    visibility_timeout_s: Annotated[
+        int, Field(gt=0, description="Redis visibility timeout; above any evaluation's time")
+    ] = 7200
+    baseline_cache_dir: Path = Path("./var/baselines")
 
     @property
     def max_bundle_bytes(self) -> int:

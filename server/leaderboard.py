@@ -7,15 +7,13 @@ split is shown only once organisers publish it (organisers may always look).
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any, Literal
-
-from sqlalchemy.orm import Session
 
 from layersched.server import storage
 from layersched.server.errors import Forbidden
 from layersched.server.models import Submission, User
 from layersched.server.schemas import Leaderboard, LeaderboardRow
+from sqlalchemy.orm import Session
 
 Split = Literal["public", "private"]
 
@@ -36,7 +34,9 @@ def build_leaderboard(*, session: Session, split: Split) -> Leaderboard:
     entries: dict[int, tuple[Submission, dict[str, Any]]] = {}
     for submission in storage.leaderboard_submissions(session=session):
         evaluation = storage.scored_evaluation(submission, evalset_name=evalset_name)
-        score = _score(evaluation.score_public if split == "public" else evaluation.score_private) if evaluation else None
+        score = (
+            _score(evaluation.score_public if split == "public" else evaluation.score_private) if evaluation else None
+        )
         if score is None:
             continue
         held = entries.get(submission.owner_id)
@@ -87,17 +87,18 @@ def build_leaderboard(*, session: Session, split: Split) -> Leaderboard:
 
 def _better(candidate: Submission, score: dict[str, Any], held: Submission, held_score: dict[str, Any]) -> bool:
     if candidate.selected != held.selected:
-        return candidate.selected
-    return (score["overall"], candidate.created_at, candidate.id) < (
-        held_score["overall"],
-        held.created_at,
-        held.id,
-    )
+        return bool(candidate.selected)
+    mine: tuple[float, Any, int] = (float(score["overall"]), candidate.created_at, candidate.id)
+    theirs: tuple[float, Any, int] = (float(held_score["overall"]), held.created_at, held.id)
+    return mine < theirs
 
 
 def snapshot(*, session: Session) -> dict[str, Any]:
     """Both splits as they stand, for freezing."""
-    return {split: build_leaderboard(session=session, split=split).model_dump(mode="json") for split in ("public", "private")}
+    return {
+        split: build_leaderboard(session=session, split=split).model_dump(mode="json")
+        for split in ("public", "private")
+    }
 
 
 def visible_leaderboard(*, session: Session, split: Split, viewer: User | None) -> Leaderboard:
@@ -115,9 +116,6 @@ def visible_leaderboard(*, session: Session, split: Split, viewer: User | None) 
 def rank_of(board: Leaderboard, submission_id: int) -> int | None:
     for row in board.rows:
         if row.submission_id == submission_id:
-            return row.rank
+            rank: int | None = row.rank
+            return rank
     return None
-
-
-def frozen_at(session: Session) -> dt.datetime | None:
-    return storage.get_leaderboard_state(session=session).frozen_at

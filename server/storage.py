@@ -15,11 +15,6 @@ import secrets
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, selectinload
-
 from layersched.server.errors import Conflict, NotFound, QuotaExceeded, TooManyInFlight
 from layersched.server.models import (
     ACTIVE_STATES,
@@ -36,6 +31,10 @@ from layersched.server.models import (
     User,
     utcnow,
 )
+from sqlalchemy import ColumnElement, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, selectinload
 
 TOKEN_PREFIX = "lst"
 INFRASTRUCTURE = "infrastructure"
@@ -43,7 +42,10 @@ INFRASTRUCTURE = "infrastructure"
 # ---------------------------------------------------------------------------------------------------- users, tokens
 
 
-def create_user(*, session: Session, name: str, email: str, role: str = "participant") -> User:
+def create_user(
+    *, session: Session, name: str, email: str, role: str = "participant", actor: User | None = None
+) -> User:
+    """A new user; ``actor`` is the organiser doing it (None: the admin CLI), recorded in the audit log."""
     if role not in ("participant", "organiser"):
         raise ValueError(f"role must be 'participant' or 'organiser', got {role!r}")
     taken = session.scalar(select(User).where((User.name == name) | (User.email == email)))
@@ -52,6 +54,8 @@ def create_user(*, session: Session, name: str, email: str, role: str = "partici
         raise Conflict(f"a user with {field} {name if field == 'name' else email!r} already exists")
     user = User(name=name, email=email, role=role)
     session.add(user)
+    session.flush()
+    _log(session, actor, "create_user", f"user:{user.id}", {"name": name, "role": role})
     session.commit()
     return user
 
@@ -74,24 +78,29 @@ def _hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def issue_token(*, session: Session, user_id: int) -> tuple[ApiToken, str]:
+def issue_token(*, session: Session, user_id: int, actor: User | None = None) -> tuple[ApiToken, str]:
     """A new token for the user; the plain token is returned once and only its SHA-256 is stored."""
     get_user(session=session, user_id=user_id)
     lookup = secrets.token_hex(8)
     plain = f"{TOKEN_PREFIX}_{lookup}_{secrets.token_urlsafe(32)}"
     token = ApiToken(user_id=user_id, lookup=lookup, token_sha256=_hash_token(plain))
     session.add(token)
+    session.flush()
+    _log(session, actor, "issue_token", f"user:{user_id}", {"token": token.id})
     session.commit()
     return token, plain
 
 
-def revoke_token(*, session: Session, token_id: int, now: dt.datetime | None = None) -> ApiToken:
+def revoke_token(
+    *, session: Session, token_id: int, actor: User | None = None, now: dt.datetime | None = None
+) -> ApiToken:
     token = session.get(ApiToken, token_id)
     if token is None:
         raise NotFound(f"token {token_id} does not exist")
     if token.revoked_at is None:
         token.revoked_at = now or utcnow()
-        session.commit()
+    _log(session, actor, "revoke_token", f"user:{token.user_id}", {"token": token_id})
+    session.commit()
     return token
 
 
@@ -170,26 +179,32 @@ def _day_start(now: dt.datetime) -> dt.datetime:
 def count_submissions_today(*, session: Session, owner_id: int, now: dt.datetime | None = None) -> int:
     """Submissions of this UTC day that count against the quota (not those the service failed)."""
     start = _day_start(now or utcnow())
-    return session.scalar(
-        select(func.count(Submission.id)).where(
-            Submission.owner_id == owner_id,
-            Submission.created_at >= start,
-            Submission.counts_against_quota.is_(True),
+    return (
+        session.scalar(
+            select(func.count(Submission.id)).where(
+                Submission.owner_id == owner_id,
+                Submission.created_at >= start,
+                Submission.counts_against_quota.is_(True),
+            )
         )
-    ) or 0
+        or 0
+    )
 
 
 def count_in_flight(*, session: Session, owner_id: int) -> int:
     """The participant's own queued or running evaluations (organisers' reruns and audits do not count)."""
-    return session.scalar(
-        select(func.count(Evaluation.id))
-        .join(Submission, Evaluation.submission_id == Submission.id)
-        .where(
-            Submission.owner_id == owner_id,
-            Evaluation.kind == "initial",
-            Evaluation.state.in_(ACTIVE_STATES),
+    return (
+        session.scalar(
+            select(func.count(Evaluation.id))
+            .join(Submission, Evaluation.submission_id == Submission.id)
+            .where(
+                Submission.owner_id == owner_id,
+                Evaluation.kind == "initial",
+                Evaluation.state.in_(ACTIVE_STATES),
+            )
         )
-    ) or 0
+        or 0
+    )
 
 
 def check_can_submit(
@@ -279,6 +294,16 @@ def get_submission(*, session: Session, submission_id: int, viewer: User | None)
     return submission
 
 
+def load_submission(*, session: Session, submission_id: int) -> Submission:
+    """The submission whoever asks (for the worker and for callers that checked visibility themselves)."""
+    submission = session.get(
+        Submission, submission_id, options=[selectinload(Submission.evaluations), selectinload(Submission.owner)]
+    )
+    if submission is None:
+        raise NotFound(f"submission {submission_id} does not exist")
+    return submission
+
+
 def list_submissions(
     *, session: Session, viewer: User, offset: int = 0, limit: int = 50
 ) -> tuple[list[Submission], int]:
@@ -324,14 +349,14 @@ def scored_evaluation(submission: Submission, *, evalset_name: str | None = None
     candidates = [
         e
         for e in submission.evaluations
-        if e.kind != "audit"
-        and e.state == "succeeded"
-        and (evalset_name is None or e.evalset_name == evalset_name)
+        if e.kind != "audit" and e.state == "succeeded" and (evalset_name is None or e.evalset_name == evalset_name)
     ]
     return max(candidates, key=lambda e: e.id) if candidates else None
 
 
-def cancel_submission(*, session: Session, submission_id: int, actor: User, now: dt.datetime | None = None) -> Submission:
+def cancel_submission(
+    *, session: Session, submission_id: int, actor: User, now: dt.datetime | None = None
+) -> Submission:
     """Cancel the submission's queued and running evaluations; the worker sees it at its next heartbeat."""
     submission = get_submission(session=session, submission_id=submission_id, viewer=actor)
     active = [e for e in submission.evaluations if e.state in ACTIVE_STATES]
@@ -389,7 +414,13 @@ def create_audit(
         raise Conflict(f"submission {submission_id} has no succeeded evaluation to audit")
     evalset = get_evalset(session=session, name=target.evalset_name)
     evaluation = _new_evaluation(
-        session, submission, "audit", evalset, now=now or utcnow(), requested_by=actor, audit_of=target,
+        session,
+        submission,
+        "audit",
+        evalset,
+        now=now or utcnow(),
+        requested_by=actor,
+        audit_of=target,
         audit_sample=sample,
     )
     _log(session, actor, "audit", f"submission:{submission_id}", {"evaluation": evaluation.id, "of": target.id})
@@ -451,9 +482,7 @@ def heartbeat(*, session: Session, evaluation_id: int, worker_id: str, now: dt.d
 
 
 def _count_episodes(session: Session, evaluation_id: int) -> int:
-    return session.scalar(
-        select(func.count(EpisodeResult.id)).where(EpisodeResult.evaluation_id == evaluation_id)
-    ) or 0
+    return session.scalar(select(func.count(EpisodeResult.id)).where(EpisodeResult.evaluation_id == evaluation_id)) or 0
 
 
 def recorded_episodes(*, session: Session, evaluation_id: int) -> set[tuple[str, str]]:
@@ -769,7 +798,5 @@ def log_action(
 
 def list_audit_log(*, session: Session, offset: int = 0, limit: int = 50) -> tuple[list[AuditLogEntry], int]:
     total = session.scalar(select(func.count(AuditLogEntry.id))) or 0
-    rows = session.scalars(
-        select(AuditLogEntry).order_by(AuditLogEntry.id.desc()).offset(offset).limit(limit)
-    ).all()
+    rows = session.scalars(select(AuditLogEntry).order_by(AuditLogEntry.id.desc()).offset(offset).limit(limit)).all()
     return list(rows), total

@@ -62,8 +62,11 @@ def dep_layer(env: ClusterEnv, task: Task, rng: random.Random) -> int:
 def lrs_like(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     """Dynamic weights, like LRScheduler: sharing matters when a node is idle, balance when it is busy."""
     scores = []
+    image_mb = env.image_mb[task.image]
     for node in env.nodes:
-        shared = _cached_mb(env, task, node.layers) / env.image_mb[task.image]
+        # A zero-byte image (hello-world rounds to 0.00 MB in the real catalogs) is fully present everywhere; the
+        # lab's formula divides by zero there, which its synthetic catalog never reaches.
+        shared = _cached_mb(env, task, node.layers) / image_mb if image_mb > 0 else 1.0
         idle = _idle_share(node.slots, task.arrival)
         weight = 0.7 if idle >= 0.5 else 0.2
         scores.append(weight * shared + (1 - weight) * idle)

@@ -97,9 +97,14 @@ def parse_catalog(raw: Any, *, name: str) -> Catalog:
         raw_layers = entry.get("layers")
         if not isinstance(raw_layers, list) or not raw_layers:
             raise CatalogError(f"catalog {name!r}: image {image_name!r} has no layers")
-        layers = []
+        layers: list[Layer] = []
         for j, raw_layer in enumerate(raw_layers):
-            layers.append(_parse_layer(raw_layer, where=f"catalog {name!r}: image {image_name!r} layer #{j}"))
+            layer = _parse_layer(raw_layer, where=f"catalog {name!r}: image {image_name!r} layer #{j}")
+            if any(seen.digest == layer.digest for seen in layers):
+                # The model downloads and counts each digest of an image once; a repeat would make estimate() and
+                # place() disagree about the missing bytes.
+                raise CatalogError(f"catalog {name!r}: image {image_name!r} lists layer {layer.digest!r} twice")
+            layers.append(layer)
         for layer in layers:
             known = sizes.setdefault(layer.digest, layer.size_mb)
             if known != layer.size_mb:

@@ -40,7 +40,7 @@ import re
 import secrets
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -60,7 +60,9 @@ from layersched.sim.episodes import EpisodeSpec, Split, policy_seed
 from layersched.sim.errors import CatalogError, EvalSetError, ScenarioError
 from layersched.sim.keyed_random import MIN_KEY_BYTES, KeyedRandom
 from layersched.sim.scenario import CloudNode, NodeRanges, Scenario
+from layersched.sim.scoring import REFERENCE, ScenarioEpisodes, Score, pair_episodes, score
 from layersched.sim.version import RULES_HASH, SIM_VERSION
+from layersched.sim.workload import draw_nodes
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -301,6 +303,27 @@ def _check_set(evalset: EvalSet) -> None:
                 seeds.add(ep.seed)
             if ep.key is not None:
                 _claim_key(keys, ep.key, where)
+        _check_playable(sc)
+
+
+def _check_playable(sc: EvalScenario) -> None:
+    """Every image must fit on some node of every episode, or the episode has a task no policy can place.
+
+    ``Scenario`` only checks the largest storage nodes *can* get; the nodes an episode actually draws may all be
+    smaller. Drawing the nodes is the first thing an episode does, so this costs a few draws per episode.
+    """
+    scenario = sc.scenario
+    largest = max(scenario.catalog.images, key=lambda im: im.size_mb)
+    if scenario.cloud is not None or largest.size_mb <= scenario.nodes.storage_gb[0] * 1024:
+        return
+    for ep in sc.episodes:
+        biggest = max(node.storage for node in draw_nodes(scenario, ep.workload_rng()))
+        if largest.size_mb > biggest:
+            raise EvalSetError(
+                f"scenario {sc.name!r} episode {ep.id!r}: image {largest.name!r} ({largest.size_mb:.1f} MB) fits "
+                f"on no node of this episode (the largest holds {biggest:.1f} MB); raise nodes.storage_gb or add "
+                "a cloud node"
+            )
 
 
 def _claim_key(keys: dict[bytes, str], key: bytes, where: str) -> None:
@@ -608,8 +631,16 @@ def dump_evalset(evalset: EvalSet, *, catalog_files: Mapping[str, str] | None = 
     ``catalog_files`` maps a file catalog's name to its path relative to where the document will be saved.
     """
     files = dict(catalog_files or {})
+    for sc in evalset.scenarios:
+        if sc.source is None and sc.scenario.catalog.name not in BUILTIN_CATALOGS:
+            raise EvalSetError(f"scenario {sc.name!r}: catalog {sc.scenario.catalog.name!r} has no source to write")
+    header = (
+        "# layersched evaluation set with secret keys: never commit it before the organisers reveal it."
+        if evalset.hidden
+        else "# layersched evaluation set (no secret keys)."
+    )
     lines = [
-        "# layersched evaluation set with secret keys: never commit this file before the organisers reveal it.",
+        header,
         f"format = {_toml(FORMAT)}",
         f"version = {FORMAT_VERSION}",
         f"name = {_toml(evalset.name)}",
@@ -649,7 +680,8 @@ def _toml(value: Any) -> str:
     if isinstance(value, (int, float)):
         return repr(value)  # repr of a finite float round-trips exactly
     if isinstance(value, str):
-        return json.dumps(value)  # a JSON string is a valid TOML basic string
+        # A JSON string is a TOML basic string, once DEL (which JSON leaves raw) is escaped too.
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
     if isinstance(value, list):
         return "[" + ", ".join(_toml(v) for v in value) + "]"
     if isinstance(value, dict):
@@ -691,21 +723,26 @@ def new_evalset(template_path: str | Path, out_path: str | Path, *, allow_tracke
     fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text)
-    return load_evalset(out_path)
+    written = load_evalset(out_path)
+    if written.commitment != evalset.commitment:  # the writer and the reader disagree: a bug, never publish it
+        raise EvalSetError(f"{out_path}: the written set does not read back to the same commitment")
+    return written
 
 
 def _fill_template(raw: Mapping[str, Any]) -> dict[str, Any]:
+    # Anything malformed is left as it is for parse_evalset to report.
     real = {k: v for k, v in raw.items() if k != "template"}
-    catalogs = {}
-    for name, table in dict(raw.get("catalogs", {})).items():
-        table = dict(table) if isinstance(table, dict) else table
-        if isinstance(table, dict) and table.get("key") == GENERATE:
-            table["key"] = secrets.token_bytes(KEY_BYTES).hex()
-        catalogs[name] = table
-    if catalogs:
+    if isinstance(raw.get("catalogs"), dict):
+        catalogs = {}
+        for name, table in raw["catalogs"].items():
+            if isinstance(table, dict) and table.get("key") == GENERATE:
+                table = {**table, "key": secrets.token_bytes(KEY_BYTES).hex()}
+            catalogs[name] = table
         real["catalogs"] = catalogs
+    if not isinstance(raw.get("scenario"), list):
+        return real
     scenarios = []
-    for i, entry in enumerate(raw.get("scenario", [])):
+    for i, entry in enumerate(raw["scenario"]):
         if not isinstance(entry, dict):
             scenarios.append(entry)
             continue
@@ -812,10 +849,37 @@ def score_baselines(evalset: EvalSet, cache_dir: str | Path | None = None) -> di
             "commitment": evalset.commitment,
             "baselines": {name: [dataclasses.asdict(r) for r in recs] for name, recs in out.items()},
         }
-        tmp = path.with_suffix(".tmp")
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")  # one per writer: two workers may fill the cache at once
         tmp.write_text(json.dumps(payload, indent=1), encoding="utf-8")
         tmp.replace(path)  # atomic: a concurrent reader sees the old file or the whole new one
     return out
+
+
+def paired_scenarios(
+    evalset: EvalSet,
+    records: Sequence[EpisodeRecord],
+    reference: Sequence[EpisodeRecord],
+    split: Split | None = None,
+) -> list[ScenarioEpisodes]:
+    """A submission's records paired episode by episode with Greedy's (``reference``), ready for ``scoring``.
+
+    Only the episodes of ``split`` count (both splits if None); a missing episode raises ``ValueError``.
+    """
+    wanted = {(job.scenario_name, job.episode.id) for job in evalset.jobs(split)}
+    paired: list[ScenarioEpisodes] = pair_episodes(
+        evalset.weights,
+        {(r.scenario, r.episode): r.mean_completion for r in records if (r.scenario, r.episode) in wanted},
+        {(r.scenario, r.episode): r.mean_completion for r in reference if (r.scenario, r.episode) in wanted},
+    )
+    return paired
+
+
+def baseline_scores(
+    evalset: EvalSet, cache_dir: str | Path | None = None, split: Split | None = None
+) -> dict[str, Score]:
+    """The reference rows of a leaderboard: each baseline's score (ratio to Greedy) on ``split``."""
+    records = score_baselines(evalset, cache_dir)
+    return {name: score(paired_scenarios(evalset, recs, records[REFERENCE], split)) for name, recs in records.items()}
 
 
 def _read_cache(path: Path, commitment: str) -> dict[str, list[EpisodeRecord]] | None:

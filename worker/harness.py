@@ -35,10 +35,9 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
-
 from layersched.sim.catalog import parse_catalog
 from layersched.sim.env import ClusterEnv
 from layersched.sim.scenario import CloudNode, NodeRanges, Scenario
@@ -113,10 +112,8 @@ def task_to_wire(step: int, task: Task) -> dict[str, Any]:
 def action_message(step: int, value: object) -> dict[str, Any]:
     """The reply for what the policy returned: an ``action`` if it is an integer, else ``bad_action`` naming it."""
     if not isinstance(value, bool) and not isinstance(value, int):
-        try:  # numpy integers and other exact integer types, as check_action accepts in-process
-            value = operator.index(value)  # type: ignore[call-overload]
-        except Exception:
-            pass
+        with contextlib.suppress(Exception):  # numpy integers and other exact integer types, as in-process
+            value = operator.index(value)  # type: ignore[arg-type]
     if isinstance(value, int) and not isinstance(value, bool):
         if -_INT64 <= value < _INT64:
             return {"type": "action", "step": step, "action": value}
@@ -149,11 +146,11 @@ class Capture:
         return base64.b64encode(bytes(self.data)).decode()
 
 
-def _read_file_capped(path: str, limit: int) -> Capture:
+def _read_capped(f: IO[bytes], limit: int) -> Capture:
     capture = Capture(limit)
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 16):
-            capture.add(chunk)
+    f.seek(0)
+    while chunk := f.read(1 << 16):
+        capture.add(chunk)
     return capture
 
 
@@ -235,8 +232,29 @@ class Harness:
     def import_policy(self) -> bool:
         """Import with stdout/stderr going to files, so the import's output is reported too."""
         started = time.monotonic()
-        out = tempfile.NamedTemporaryFile(prefix="import-out-", delete=False)
-        err = tempfile.NamedTemporaryFile(prefix="import-err-", delete=False)
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            error = self._import_into(out, err)
+            captures = [_read_capped(f, self.output_bytes) for f in (out, err)]
+        report = {
+            "stdout": captures[0].b64(), "stderr": captures[1].b64(),
+            "stdout_dropped": captures[0].dropped, "stderr_dropped": captures[1].dropped,
+        }
+        if error is not None:
+            self.send({"type": "import_error", "traceback": error[-20000:], **report})
+            return False
+        torch = sys.modules.get("torch")
+        self.send({
+            "type": "ready",
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "torch": None if torch is None else str(torch.__version__),
+            "import_seconds": time.monotonic() - started,
+            **report,
+        })
+        return True
+
+    def _import_into(self, out: IO[bytes], err: IO[bytes]) -> str | None:
+        """Import the policy with fds 1 and 2 pointing at ``out`` and ``err``; the traceback if it failed."""
         sys.stdout.flush()
         sys.stderr.flush()
         saved = os.dup(1), os.dup(2)
@@ -257,27 +275,7 @@ class Harness:
             os.dup2(saved[1], 2)
             os.close(saved[0])
             os.close(saved[1])
-        captures = [_read_file_capped(f.name, self.output_bytes) for f in (out, err)]
-        for f in (out, err):
-            f.close()
-            os.unlink(f.name)
-        report = {
-            "stdout": captures[0].b64(), "stderr": captures[1].b64(),
-            "stdout_dropped": captures[0].dropped, "stderr_dropped": captures[1].dropped,
-        }
-        if error is not None:
-            self.send({"type": "import_error", "traceback": error[-20000:], **report})
-            return False
-        torch = sys.modules.get("torch")
-        self.send({
-            "type": "ready",
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-            "torch": None if torch is None else str(torch.__version__),
-            "import_seconds": time.monotonic() - started,
-            **report,
-        })
-        return True
+        return error
 
     def serve(self) -> None:
         while True:
@@ -351,14 +349,15 @@ class Harness:
     def _supervise(self, pid: int, captures: dict[int, Capture], open_fds: set[int]) -> tuple[int, bool, bool]:
         """Read output and control frames until the episode process ends. Returns (wait status, killed, shutdown)."""
         pidfd = os.pidfd_open(pid)
+        ctl_fd = self.ctl.fileno()
         killed = shutdown = False
         try:
             while True:
-                readable, _, _ = select.select([self.ctl, pidfd, *open_fds], [], [])
+                readable, _, _ = select.select([ctl_fd, pidfd, *open_fds], [], [])
                 for fd in readable:
                     if fd in open_fds:
                         _read_into(fd, captures[fd], open_fds)
-                if self.ctl in readable:
+                if ctl_fd in readable:
                     try:
                         message = protocol.recv(self.ctl, max_size=protocol.MAX_FRAME_TO_SANDBOX)
                     except protocol.ChannelClosed:

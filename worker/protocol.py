@@ -95,7 +95,8 @@ def recv(sock: socket.socket, *, max_size: int, deadline: float | None = None) -
     """Read one frame. ``deadline`` is a ``time.monotonic()`` value; ``None`` waits forever.
 
     Raises ``ChannelTimeout``, ``ChannelClosed`` or ``ProtocolError`` (oversized or malformed frame). A frame
-    whose header announces more than ``max_size`` bytes is rejected without reading its body.
+    whose header announces more than ``max_size`` bytes is rejected without reading its body. After any of these
+    the position in the stream is lost: the connection must be closed.
     """
     header = _recv_exact(sock, HEADER.size, deadline)
     (size,) = HEADER.unpack(header)

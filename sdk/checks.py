@@ -1,0 +1,199 @@
+"""Static checks of a bundle (nothing is executed) and the policy contract check, ``check_policy``.
+
+In the spirit of Gymnasium's ``env_checker``: the checks live apart from the API, each finding names the file,
+line or value at fault, and ``check_policy`` raises ``PolicyCheckError`` with the offending return value.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import random
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from layersched.sdk.bundle import ENTRY_POINT, MAX_BYTES, Bundle
+from layersched.sdk.errors import PolicyCheckError
+from layersched.sdk.progress import format_bytes
+
+Level = Literal["ok", "warning", "error"]
+
+# What the sandbox image holds (worker/sandbox: Python 3.11 slim + numpy + CPU torch + layersched.sim).
+SANDBOX_PACKAGES = frozenset({"numpy", "torch"})
+SANDBOX_LAYERSCHED = ("layersched.sim",)
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: Level
+    message: str
+
+
+def static_findings(bundle: Bundle) -> list[Finding]:
+    """Syntax of every ``.py`` file, the ``policy`` entry point, imports the sandbox lacks, size near the limit."""
+    findings = [
+        Finding(
+            "ok",
+            f"bundle: {len(bundle.files)} file{'s' if len(bundle.files) != 1 else ''}, "
+            f"{format_bytes(bundle.unpacked_bytes)} (upload {format_bytes(len(bundle.data))})",
+        )
+    ]
+    if len(bundle.data) > 0.8 * MAX_BYTES:
+        findings.append(
+            Finding("warning", f"the upload is {format_bytes(len(bundle.data))}, close to the {format_bytes(MAX_BYTES)} limit")
+        )
+    root = bundle.root
+    sources = [name for name in bundle.files if name.endswith(".py")]
+    local = _local_modules(bundle.files)
+    trees: dict[str, ast.Module] = {}
+    for name in sources:
+        path = root / name
+        try:
+            trees[name] = ast.parse(path.read_bytes(), filename=str(path))
+        except SyntaxError as exc:
+            findings.append(Finding("error", f"{name}:{exc.lineno}: syntax error: {exc.msg}"))
+        except ValueError as exc:  # null bytes
+            findings.append(Finding("error", f"{name}: cannot be parsed: {exc}"))
+    entry = bundle.entry_point.relative_to(root).as_posix()
+    if entry in trees:
+        findings.extend(_entry_point_findings(entry, trees[entry]))
+    for name, tree in trees.items():
+        for lineno, module in _unguarded_imports(tree):
+            if not _available(module, local):
+                findings.append(
+                    Finding(
+                        "warning",
+                        f"{name}:{lineno}: imports {module!r}, which the sandbox image does not have "
+                        f"(available: the standard library, numpy, torch, layersched.sim and the bundle's own modules)",
+                    )
+                )
+    return findings
+
+
+def _local_modules(files: tuple[str, ...]) -> set[str]:
+    names = set()
+    for name in files:
+        first = name.split("/", 1)[0]
+        names.add(first[:-3] if first.endswith(".py") else first)
+    return names
+
+
+def _available(module: str, local: set[str]) -> bool:
+    top = module.split(".", 1)[0]
+    if top in sys.stdlib_module_names or top in SANDBOX_PACKAGES or top in local or top == "__future__":
+        return True
+    return any(module == m or module.startswith(m + ".") for m in SANDBOX_LAYERSCHED)
+
+
+def _unguarded_imports(tree: ast.Module) -> list[tuple[int, str]]:
+    """Absolute imports not inside ``try: ... except ImportError``, where a missing module is handled."""
+    found: list[tuple[int, str]] = []
+
+    def visit(node: ast.AST, guarded: bool) -> None:
+        if isinstance(node, ast.Try):
+            catches = any(_catches_import_error(h) for h in node.handlers)
+            for child in node.body:
+                visit(child, guarded or catches)
+            for child in [*node.handlers, *node.orelse, *node.finalbody]:
+                visit(child, guarded)
+            return
+        if not guarded:
+            if isinstance(node, ast.Import):
+                found.extend((node.lineno, alias.name) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.append((node.lineno, node.module))
+        for child in ast.iter_child_nodes(node):
+            visit(child, guarded)
+
+    visit(tree, False)
+    return found
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(n, ast.Name) and n.id in ("ImportError", "ModuleNotFoundError", "Exception") for n in names)
+
+
+def _entry_point_findings(entry: str, tree: ast.Module) -> list[Finding]:
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "policy":
+            if isinstance(node, ast.AsyncFunctionDef):
+                return [Finding("error", f"{entry}:{node.lineno}: policy is async; the contract is a plain function")]
+            args = node.args
+            positional = [*args.posonlyargs, *args.args]
+            required = len(positional) - len(args.defaults)
+            if (args.vararg is None and len(positional) < 3) or required > 3:
+                shown = ", ".join(a.arg for a in positional)
+                return [
+                    Finding(
+                        "error",
+                        f"{entry}:{node.lineno}: policy({shown}) takes {len(positional)} positional argument(s); "
+                        f"the contract is policy(env, task, rng) -> int",
+                    )
+                ]
+            return [Finding("ok", f"entry point: policy(env, task, rng) defined in {entry}:{node.lineno}")]
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        if any(isinstance(t, ast.Name) and t.id == "policy" for t in targets):
+            return [Finding("ok", f"entry point: policy assigned in {entry}:{node.lineno}")]
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+            (a.asname or a.name) == "policy" for a in node.names
+        ):
+            return [Finding("ok", f"entry point: policy imported in {entry}:{node.lineno}")]
+        if isinstance(node, ast.ClassDef) and node.name == "policy":
+            return [Finding("ok", f"entry point: policy class defined in {entry}:{node.lineno}")]
+    return [
+        Finding(
+            "error",
+            f"{entry} defines no top-level `policy`; the contract is def policy(env, task, rng) -> int "
+            f"(a directory bundle needs it in {ENTRY_POINT})",
+        )
+    ]
+
+
+def check_policy(policy: Callable[..., Any], env: Any = None, *, seed: int = 0, decisions: int = 5) -> None:
+    """Call ``policy`` on the first ``decisions`` tasks of a fresh lab episode and check every reply.
+
+    Raises ``PolicyCheckError`` naming the failing value: not callable, a signature that cannot take
+    ``(env, task, rng)``, a reply that is not an int node index, out of range, or masked (image does not fit).
+    """
+    from layersched.sim.env import ClusterEnv
+    from layersched.sim.episode import check_action
+    from layersched.sim.errors import PolicyError
+
+    if not callable(policy):
+        raise PolicyCheckError(f"policy must be a function policy(env, task, rng) -> int, got {policy!r}")
+    try:
+        inspect.signature(policy).bind(None, None, None)
+    except TypeError as exc:
+        raise PolicyCheckError(f"policy{inspect.signature(policy)} cannot be called as policy(env, task, rng): {exc}") from None
+    except ValueError:
+        pass  # builtins without a signature: the calls below will tell
+    env = env if env is not None else ClusterEnv()
+    task = env.reset(seed)
+    rng = random.Random(seed)
+    for step in range(decisions):
+        reply = policy(env, task, rng)
+        if isinstance(reply, float):
+            raise PolicyCheckError(
+                f"step {step}: policy returned {reply!r} (float); return an int node index such as int(np.argmax(scores))"
+            )
+        try:
+            action = check_action(env, task, reply, step)
+        except PolicyError as exc:
+            raise PolicyCheckError(str(exc)) from None
+        task, _, done = env.step(action)
+        if done or task is None:
+            break
+
+
+def describe_path(path: Path) -> str:
+    return f"{path}/" if path.is_dir() else str(path)

@@ -1,0 +1,180 @@
+"""REINFORCE for layer-aware container scheduling, as in the lab (step 3), in one file.
+
+    python train_reinforce.py --seed 0                       # 300 episodes, about 1-2 minutes on a laptop CPU
+    for s in 0 1 2; do python train_reinforce.py --seed $s; done && python plot_curves.py
+    python train_reinforce.py --episodes 2 --tasks 50 --eval-seeds 1     # a smoke test
+
+The policy network (``make_scorer`` in policy.py, the lab's Scorer) scores every node from the six features of
+``env.observe(task)``; a masked softmax over the scores gives the probability of each feasible node. Each episode
+samples actions, computes discounted returns of the rewards (minus completion time / 100), normalises them and takes
+one gradient step on -(log-probability x normalised return). Training workloads are seeds 1000 + episode; the
+comparison at the end uses test seeds 0, 1, ... (never trained on), against the six baselines.
+
+Writes ``train_seed{S}.csv`` (episode, mean completion time of that training episode), ``policy_seed{S}.pt`` and
+``policy_weights.pt`` (what policy.py loads: the latest run wins, copy the seed you prefer over it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import csv
+import dataclasses
+import inspect
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import torch
+from layersched.sim.baselines import BASELINES
+from layersched.sim.catalog import load_catalog
+from layersched.sim.env import ClusterEnv
+from layersched.sim.episode import run_lab_baseline
+from layersched.sim.scenario import Scenario
+from policy import make_scorer
+
+A = TypeVar("A")
+
+
+@dataclass
+class Args:
+    seed: int = 0
+    """seed of Python's, numpy's and torch's generators; names the output files"""
+    episodes: int = 300
+    """training episodes (each is one workload of --tasks tasks)"""
+    tasks: int = 500
+    """tasks per episode (the lab: 500)"""
+    nodes: int = 10
+    """edge nodes in the cluster (the lab: 10)"""
+    rate: float = 0.3
+    """task arrival rate per second (the lab: 0.3; try 0.5 where long-term effects matter more)"""
+    catalog: str = "lab"
+    """image catalog: lab, official-2023-01, hub-top70-2023-07, or a JSON file"""
+    gamma: float = 0.95
+    """discount factor of the returns"""
+    lr: float = 1e-3
+    """Adam learning rate"""
+    eval_seeds: int = 5
+    """test seeds 0..N-1 for the final comparison with the baselines (0 to skip it)"""
+    out_dir: str = "."
+    """where the CSV log and the weights go"""
+    torch_deterministic: bool = True
+    """deterministic torch kernels, so a seed reproduces its run"""
+
+
+def parse_args(cls: type[A], description: str | None) -> A:
+    """A command line from a dataclass: one --option per field, its docstring as help (cleanrl uses tyro for this)."""
+    tree = ast.parse(inspect.getsource(cls))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs = {
+        prev.target.id: node.value.value
+        for prev, node in zip(body, body[1:])
+        if isinstance(prev, ast.AnnAssign) and isinstance(prev.target, ast.Name)
+        and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    }
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        option = "--" + f.name.replace("_", "-")
+        if isinstance(f.default, bool):
+            parser.add_argument(option, action=argparse.BooleanOptionalAction, default=f.default, help=docs.get(f.name))
+        else:
+            parser.add_argument(option, type=type(f.default), default=f.default, help=f"{docs.get(f.name)} (default {f.default})")
+    return cls(**vars(parser.parse_args()))
+
+
+def make_env(args: Any) -> ClusterEnv:
+    scenario = Scenario(catalog=load_catalog(args.catalog), n_nodes=args.nodes, n_tasks=args.tasks, arrival_rate=args.rate)
+    return ClusterEnv(scenario)
+
+
+def seed_everything(seed: int, deterministic: bool) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(deterministic)
+
+
+def run_policy(env: ClusterEnv, scorer: Any, seed: int, sample: bool = True) -> tuple[list[torch.Tensor], list[float]]:
+    """One episode. sample=True draws actions from the masked softmax (training), else takes the best (testing)."""
+    task: Any = env.reset(seed)
+    done = False
+    logps: list[torch.Tensor] = []
+    rewards: list[float] = []
+    while not done:
+        x = torch.from_numpy(env.observe(task))
+        mask = torch.from_numpy(env.mask(task))
+        logits = scorer(x).masked_fill(~mask, -1e9)  # infeasible nodes get probability 0
+        dist = torch.distributions.Categorical(logits=logits)
+        action = dist.sample() if sample else logits.argmax()
+        logps.append(dist.log_prob(action))
+        task, reward, done = env.step(int(action))
+        rewards.append(reward)
+    return logps, rewards
+
+
+def reinforce_loss(logps: list[torch.Tensor], rewards: list[float], gamma: float) -> torch.Tensor:
+    """-(log pi(a_t|s_t) x normalised discounted return G_t), averaged over the episode."""
+    returns: list[float] = []
+    g = 0.0
+    for r in reversed(rewards):  # G_t = r_t + gamma G_{t+1}
+        g = r + gamma * g
+        returns.append(g)
+    ret = torch.tensor(returns[::-1])
+    adv = (ret - ret.mean()) / (ret.std() + 1e-8) if len(ret) > 1 else ret - ret.mean()
+    return -(torch.stack(logps) * adv).mean()
+
+
+def compare_with_baselines(env: ClusterEnv, scorer: Any, n_seeds: int, label: str) -> None:
+    """Mean +- std of mean completion time on test seeds 0..n-1, for the baselines and the trained policy."""
+    if n_seeds <= 0:
+        return
+    seeds = range(n_seeds)
+    results = {name: [run_lab_baseline(env, fn, s) for s in seeds] for name, fn in BASELINES.items()}
+    with torch.no_grad():
+        results[label] = []
+        for s in seeds:
+            run_policy(env, scorer, s, sample=False)
+            results[label].append(float(np.mean(env.completion)))
+    print(f"\non test seeds 0-{n_seeds - 1}:")
+    for name, res in results.items():
+        print(f"{name:12s} {np.mean(res):7.1f} +- {np.std(res):5.1f} s")
+
+
+def save(scorer: Any, out_dir: Path, name: str) -> None:
+    torch.save(scorer.state_dict(), out_dir / name)
+    torch.save(scorer.state_dict(), out_dir / "policy_weights.pt")
+    print(f"saved {out_dir / name} and {out_dir / 'policy_weights.pt'} (what policy.py loads)")
+
+
+def main(args: Args) -> None:
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    env = make_env(args)
+    scorer = make_scorer(env.n_features)
+    opt = torch.optim.Adam(scorer.parameters(), lr=args.lr)
+    started = time.time()
+    with open(out_dir / f"train_seed{args.seed}.csv", "w", newline="") as log:
+        writer = csv.writer(log)
+        writer.writerow(["episode", "mean_completion_s"])
+        for ep in range(args.episodes):
+            # Training workloads (seeds 1000+) and test workloads (0..4) never overlap.
+            logps, rewards = run_policy(env, scorer, seed=1000 + ep)
+            loss = reinforce_loss(logps, rewards, args.gamma)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            mean_completion = float(np.mean(env.completion))
+            writer.writerow([ep, mean_completion])
+            if ep % 20 == 0 or ep == args.episodes - 1:
+                print(f"episode {ep:4d}  mean completion {mean_completion:7.1f} s  ({time.time() - started:.0f} s)")
+    save(scorer, out_dir, f"policy_seed{args.seed}.pt")
+    compare_with_baselines(env, scorer, args.eval_seeds, "REINFORCE")
+
+
+if __name__ == "__main__":
+    args = parse_args(Args, __doc__)
+    seed_everything(args.seed, args.torch_deterministic)
+    main(args)

@@ -1,0 +1,215 @@
+"""``layersched validate``: everything that can be checked before an upload, and a local score.
+
+1. Bundle limits and links (``bundle.make_bundle``), syntax, the ``policy`` entry point and imports the sandbox
+   image lacks (``checks.static_findings``): nothing is executed.
+2. In a child process (``localrun``): import the policy, ``check_policy`` on a fresh episode, then every public
+   episode of the sample evaluation set with the seeds the server uses, timing each decision against the deadline,
+   and the first episode once more to check that its actions reproduce (audits compare action traces).
+3. The six baselines on the same episodes, in-process, and the score: per scenario the ratio of mean completion
+   times to Greedy's, overall their weighted geometric mean (lower is better, 1.0 is Greedy).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from layersched.sdk.bundle import Bundle, make_bundle
+from layersched.sdk.checks import Finding, static_findings
+from layersched.sdk.errors import BundleError
+from layersched.sdk.localrun import RunRequest, run_in_subprocess, sample_evalset
+
+DEFAULT_DEADLINE_S = 1.0
+POLICY_ROW = "your policy"
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    name: str
+    mean_completion: dict[str, float]  # per scenario, seconds
+    ratio: dict[str, float]  # per scenario, to Greedy
+    score: float  # weighted geometric mean of the ratios
+
+
+@dataclass
+class ValidationReport:
+    path: Path
+    findings: list[Finding] = field(default_factory=list)
+    bundle: Bundle | None = None
+    episodes: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[ScoreRow] = field(default_factory=list)
+    evalset_name: str = ""
+    stderr_tail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.level == "error" for f in self.findings)
+
+    @property
+    def warnings(self) -> int:
+        return sum(f.level == "warning" for f in self.findings)
+
+    @property
+    def errors(self) -> int:
+        return sum(f.level == "error" for f in self.findings)
+
+    @property
+    def score(self) -> float | None:
+        return next((r.score for r in self.rows if r.name == POLICY_ROW), None)
+
+
+def static_check(path: str | Path) -> ValidationReport:
+    """Step 1 only: bundle, syntax, entry point, imports. Used by ``submit`` before it uploads."""
+    report = ValidationReport(Path(path).resolve())
+    try:
+        report.bundle = make_bundle(path)
+    except BundleError as exc:
+        report.findings.append(Finding("error", str(exc)))
+        return report
+    report.findings.extend(static_findings(report.bundle))
+    return report
+
+
+def validate(
+    path: str | Path,
+    *,
+    deadline_s: float = DEFAULT_DEADLINE_S,
+    evalset_path: str | Path | None = None,
+    max_episodes: int | None = None,
+    on_message: Callable[[dict[str, Any]], None] | None = None,
+) -> ValidationReport:
+    """All three steps; the report's findings say what would fail or be slow on the server."""
+    report = static_check(path)
+    if not report.ok or report.bundle is None:
+        return report
+    bundle = report.bundle
+    evalset = sample_evalset(str(evalset_path) if evalset_path is not None else None)
+    report.evalset_name = evalset.name
+    jobs = evalset.jobs("public")[:max_episodes] if max_episodes is not None else evalset.jobs("public")
+    request = RunRequest(
+        entry_point=str(bundle.entry_point.resolve()),
+        bundle_root=str(bundle.root.resolve()),
+        bundle_sha256=bundle.sha256,
+        evalset_path=str(Path(evalset_path).resolve()) if evalset_path is not None else None,
+        deadline_s=deadline_s,
+        max_episodes=max_episodes,
+    )
+    outcome = run_in_subprocess(
+        request,
+        total_episodes=len(jobs),
+        n_tasks_max=max(job.scenario.n_tasks for job in jobs),
+        on_message=on_message,
+    )
+    report.stderr_tail = outcome.stderr_tail
+    _interpret(report, outcome.messages, deadline_s)
+    if outcome.killed_after_s is not None:
+        report.findings.append(
+            Finding("error", f"the policy was stopped after {outcome.killed_after_s:.0f} s without finishing (a hang?)")
+        )
+    elif not any(m.get("kind") in ("import_error", "contract") for m in outcome.messages) and outcome.returncode:
+        report.findings.append(
+            Finding("error", f"the policy's process died with exit code {outcome.returncode} (see its stderr above)")
+        )
+    if report.ok and report.episodes and all(e["status"] == "ok" for e in report.episodes):
+        report.rows = _score_rows(jobs, report.episodes, evalset.weights)
+    return report
+
+
+def _interpret(report: ValidationReport, messages: list[dict[str, Any]], deadline_s: float) -> None:
+    for m in messages:
+        kind = m.get("kind")
+        if kind == "import_error":
+            report.findings.append(Finding("error", f"importing the policy failed: {m['message']}"))
+            report.stderr_tail = (report.stderr_tail + "\n" + m.get("traceback", "")).strip()
+        elif kind == "contract":
+            report.findings.append(Finding("ok" if m["ok"] else "error", m["message"]))
+            if not m["ok"] and m.get("traceback"):
+                report.stderr_tail = (report.stderr_tail + "\n" + m["traceback"]).strip()
+        elif kind == "episode":
+            report.episodes.append(m)
+            if m["status"] != "ok":
+                report.findings.append(
+                    Finding("error", f"episode {m['scenario']}/{m['episode']}: {m['status']}: {m['message']}")
+                )
+                if m.get("traceback"):
+                    report.stderr_tail = (report.stderr_tail + "\n" + m["traceback"]).strip()
+        elif kind == "repeat" and not m["same"]:
+            report.findings.append(
+                Finding(
+                    "warning",
+                    f"episode {m['episode']} run twice with the same seeds gave different actions: the policy depends "
+                    f"on something besides (env, task, rng) and its globals (time, files, state kept across episodes); "
+                    f"audits will report a mismatch",
+                )
+            )
+    timed = [e for e in report.episodes if "time_max" in e]
+    if timed:
+        slowest = max(e["time_max"] for e in timed)
+        mean = sum(e["time_mean"] * e["decisions"] for e in timed) / sum(e["decisions"] for e in timed)
+        text = f"decision time: mean {mean * 1000:.2f} ms, slowest {slowest * 1000:.1f} ms (deadline {deadline_s:g} s)"
+        if slowest > deadline_s:
+            report.findings.append(Finding("error", text + ": over the deadline, the server will stop the episode"))
+        elif slowest > 0.5 * deadline_s or mean > 0.25 * deadline_s:
+            report.findings.append(
+                Finding("warning", text + ": close to the deadline; the sandbox has a single CPU thread and may be slower")
+            )
+        else:
+            report.findings.append(Finding("ok", text))
+
+
+def _score_rows(jobs: list[Any], episodes: list[dict[str, Any]], weights: dict[str, float]) -> list[ScoreRow]:
+    """Baselines on the same episodes (seeded as the server seeds them), then ``layersched.sim.scoring``'s score."""
+    from layersched.sim.baselines import BASELINES
+    from layersched.sim.env import ClusterEnv
+    from layersched.sim.episode import run_episode
+    from layersched.sim.episodes import policy_seed
+    from layersched.sim.evalset import baseline_bundle_id
+    from layersched.sim.scoring import overall_score, scenario_ratio
+
+    per_policy: dict[str, dict[str, list[float]]] = {}
+    for name, fn in BASELINES.items():
+        for job in jobs:
+            env = ClusterEnv(job.scenario)
+            rng = random.Random(policy_seed(baseline_bundle_id(name), job.scenario.content_hash, job.episode.id))
+            result = run_episode(env, fn, job.episode.workload_rng(), rng)
+            per_policy.setdefault(name, {}).setdefault(job.scenario_name, []).append(result.metrics.mean_completion)
+    for e in episodes:
+        per_policy.setdefault(POLICY_ROW, {}).setdefault(e["scenario"], []).append(e["mean_completion"])
+    greedy = per_policy["Greedy"]
+    rows = []
+    for name, by_scenario in per_policy.items():
+        ratios = {sc: scenario_ratio(values, greedy[sc]) for sc, values in by_scenario.items()}
+        score = overall_score(list(ratios.values()), [weights[sc] for sc in ratios])
+        means = {sc: sum(values) / len(values) for sc, values in by_scenario.items()}
+        rows.append(ScoreRow(name, means, ratios, score))
+    return sorted(rows, key=lambda r: r.score)
+
+
+def format_report(report: ValidationReport) -> str:
+    """The human-readable report the CLI prints."""
+    marks = {"ok": "  ok  ", "warning": "  warn", "error": "  FAIL"}
+    lines = [f"{marks[f.level]}  {f.message}" for f in report.findings]
+    if report.rows:
+        scenarios = list(report.rows[0].mean_completion)
+        n = len(report.episodes)
+        lines.append("")
+        lines.append(
+            f"score on {n} public sample episode{'s' if n != 1 else ''} of {report.evalset_name!r} "
+            f"(ratio to Greedy, lower is better):"
+        )
+        header = f"  {'policy':<13} {'score':>7}" + "".join(f" {sc[:14] + ' (s)':>19}" for sc in scenarios)
+        lines.append(header)
+        for row in report.rows:
+            mark = "->" if row.name == POLICY_ROW else "  "
+            cells = "".join(f" {row.mean_completion[sc]:19.1f}" for sc in scenarios)
+            lines.append(f"{mark}{row.name:<13} {row.score:7.3f}{cells}")
+    lines.append("")
+    if report.ok:
+        warn = f", {report.warnings} warning{'s' if report.warnings != 1 else ''}" if report.warnings else ""
+        lines.append(f"{report.path}: ready to submit{warn}")
+    else:
+        lines.append(f"{report.path}: {report.errors} problem{'s' if report.errors != 1 else ''} to fix before submitting")
+    return "\n".join(lines)

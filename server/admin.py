@@ -1,0 +1,119 @@
+"""Organiser operations that work on the database directly, for ``layersched admin ...`` and ``layersched serve``.
+
+Each function opens its own session from ``settings`` (default: the environment) and returns plain values, so
+the CLI can print them. They raise ``layersched.server.errors.ServiceError`` subclasses (``Conflict``,
+``NotFound``) with a one-line message for the CLI to print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from layersched.server import storage
+from layersched.server.config import Settings, get_settings
+from layersched.server.db import make_engine, make_sessionmaker, session_scope
+
+MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+
+
+@dataclass(frozen=True)
+class CreatedUser:
+    id: int
+    name: str
+    email: str
+    role: str
+    token_id: int
+    token: str  # shown once
+
+
+@dataclass(frozen=True)
+class CreatedToken:
+    id: int
+    user: str
+    token: str  # shown once
+
+
+def alembic_config(database_url: str) -> Config:
+    """An Alembic configuration for ``database_url`` (``migrations/env.py`` reads it from the attributes)."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["database_url"] = database_url
+    config.attributes["configure_logger"] = False
+    return config
+
+
+def upgrade_database(*, settings: Settings | None = None, revision: str = "head") -> None:
+    """``alembic upgrade head`` on the configured database (creates a SQLite file if needed)."""
+    settings = settings or get_settings()
+    make_engine(settings.database_url).dispose()  # creates the SQLite directory
+    command.upgrade(alembic_config(settings.database_url), revision)
+
+
+def add_user(*, name: str, email: str, role: str = "participant", settings: Settings | None = None) -> CreatedUser:
+    """``layersched admin user add NAME EMAIL [--organiser]``: the user and a first token."""
+    settings = settings or get_settings()
+    engine = make_engine(settings.database_url)
+    try:
+        with session_scope(make_sessionmaker(engine)) as session:
+            user = storage.create_user(session=session, name=name, email=email, role=role)
+            token, plain = storage.issue_token(session=session, user_id=user.id)
+            return CreatedUser(user.id, user.name, user.email, user.role, token.id, plain)
+    finally:
+        engine.dispose()
+
+
+def new_token(*, name: str, settings: Settings | None = None) -> CreatedToken:
+    """``layersched admin user token NAME``: another token for an existing user."""
+    settings = settings or get_settings()
+    engine = make_engine(settings.database_url)
+    try:
+        with session_scope(make_sessionmaker(engine)) as session:
+            user = storage.get_user_by_name(session=session, name=name)
+            token, plain = storage.issue_token(session=session, user_id=user.id)
+            return CreatedToken(token.id, user.name, plain)
+    finally:
+        engine.dispose()
+
+
+def revoke_token(*, token_id: int, settings: Settings | None = None) -> None:
+    """``layersched admin token revoke ID``."""
+    settings = settings or get_settings()
+    engine = make_engine(settings.database_url)
+    try:
+        with session_scope(make_sessionmaker(engine)) as session:
+            storage.revoke_token(session=session, token_id=token_id)
+    finally:
+        engine.dispose()
+
+
+def register_evalset(
+    *,
+    name: str,
+    commitment: str,
+    path: str,
+    scenarios: Sequence[dict[str, Any]],
+    current: bool = True,
+    settings: Settings | None = None,
+) -> None:
+    """Make an evaluation set known to the server (``scenarios``: ``[{"name", "weight", "public_episodes"}]``)."""
+    settings = settings or get_settings()
+    engine = make_engine(settings.database_url)
+    try:
+        with session_scope(make_sessionmaker(engine)) as session:
+            storage.register_evalset(
+                session=session, name=name, commitment=commitment, path=path, scenarios=scenarios, current=current
+            )
+            storage.log_action(
+                session=session,
+                actor=None,
+                action="register_evalset",
+                target=f"evalset:{name}",
+                detail={"commitment": commitment, "current": current},
+            )
+    finally:
+        engine.dispose()

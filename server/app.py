@@ -1,0 +1,110 @@
+"""The FastAPI application: ``create_app(settings)`` wires storage, queue, routes and error bodies together.
+
+Run with ``uvicorn --factory layersched.server.app:create_app``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from layersched.server.config import Settings, get_settings
+from layersched.server.db import make_engine, make_sessionmaker
+from layersched.server.errors import ServiceError
+from layersched.server.metrics import ServiceCollector
+from layersched.server.queue import CeleryEnqueuer, Enqueuer
+from layersched.server.routes import admin, evalsets, health, leaderboard, me, pages, submissions
+from layersched.sim.version import SIM_VERSION
+from prometheus_client import CollectorRegistry
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+API_PREFIX = "/api/v1"
+_HTTP_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 409: "conflict"}
+
+
+def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+
+def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = None) -> FastAPI:
+    """The app for ``settings`` (default: from the environment); ``enqueuer`` replaces Celery in tests."""
+    settings = settings or get_settings()
+    engine = make_engine(settings.database_url)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        engine.dispose()
+
+    app = FastAPI(
+        title="layersched",
+        summary="Evaluation service of the layer-aware container scheduling challenge",
+        version=f"1 (simulator {SIM_VERSION})",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.sessionmaker = make_sessionmaker(engine)
+    app.state.enqueuer = enqueuer or CeleryEnqueuer(settings.broker_url)
+    app.state.metrics = CollectorRegistry()
+    app.state.metrics.register(ServiceCollector(app.state.sessionmaker, settings.broker_url))
+
+    _add_error_handlers(app)
+    app.add_middleware(UploadSizeLimit, limit=settings.max_bundle_bytes, path=f"{API_PREFIX}/submissions")
+    for module in (me, submissions, leaderboard, evalsets, admin):
+        app.include_router(module.router, prefix=API_PREFIX)
+    app.include_router(health.router)
+    app.include_router(pages.router)
+    return app
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ServiceError)
+    async def service_error(_request: Request, exc: ServiceError) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        return error_response(exc.status, exc.code, exc.message, headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "request"
+        message = f"{where}: {first.get('msg', 'invalid value')}"
+        if first.get("type") != "missing" and not isinstance(first.get("input"), dict | list | bytes | None):
+            message += f" (got {first['input']!r})"
+        return error_response(422, "invalid_request", message)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(exc.status_code, "http_error")
+        message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"no route {request.url.path!r}"
+        return error_response(exc.status_code, code, message, dict(exc.headers or {}) or None)
+
+
+class UploadSizeLimit:
+    """Refuse an upload whose declared length is over the bundle limit before reading its body (413).
+
+    The route checks the real size again: a chunked upload declares no length.
+    """
+
+    # Room for the multipart framing and the name and description fields around the file.
+    SLACK = 64 * 1024
+
+    def __init__(self, app: ASGIApp, *, limit: int, path: str) -> None:
+        self.app, self.limit, self.path = app, limit, path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"].rstrip("/") == self.path:
+            length = dict(scope["headers"]).get(b"content-length")
+            if length is not None and length.isdigit() and int(length) > self.limit + self.SLACK:
+                response = error_response(
+                    413, "bundle_too_large", f"the upload is {int(length)} bytes; bundles may be at most {self.limit}"
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

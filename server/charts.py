@@ -1,0 +1,90 @@
+"""Server-rendered SVG: the leaderboard's scores with their 95% intervals, and colours for per-scenario ratios.
+
+No JavaScript: the SVG is inline in the page, hover titles come from ``<title>`` elements.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+from layersched.server.schemas import LeaderboardRow
+
+ROW_HEIGHT = 26
+LABEL_WIDTH = 230
+PLOT_WIDTH = 520
+TOP = 46
+BOTTOM = 30
+RIGHT = 20
+
+
+def _nice_ticks(low: float, high: float, count: int = 6) -> list[float]:
+    span = high - low
+    raw = span / max(count - 1, 1)
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    first = math.ceil(low / step) * step
+    ticks = []
+    value = first
+    while value <= high + 1e-12:
+        ticks.append(round(value, 10))
+        value += step
+    return ticks
+
+
+def score_chart(rows: list[LeaderboardRow], *, title: str = "Score (ratio to Greedy, lower is better)") -> str:
+    """An interval plot: one line per row, a dot at the score, a whisker over its 95% interval."""
+    height = TOP + ROW_HEIGHT * max(len(rows), 1) + BOTTOM
+    width = LABEL_WIDTH + PLOT_WIDTH + RIGHT
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="score-chart" role="img" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" aria-label="{escape(title)}">',
+        f'<text x="{LABEL_WIDTH}" y="16" class="chart-title">{escape(title)}</text>',
+    ]
+    if not rows:
+        parts.append(f'<text x="{LABEL_WIDTH}" y="{TOP + 16}" class="empty">No scored submissions yet.</text></svg>')
+        return "".join(parts)
+    low = min(min(r.ci_low for r in rows), 1.0)
+    high = max(max(r.ci_high for r in rows), 1.0)
+    pad = (high - low) * 0.08 or 0.05
+    low, high = low - pad, high + pad
+
+    def x(value: float) -> float:
+        return float(LABEL_WIDTH + (value - low) / (high - low) * PLOT_WIDTH)
+
+    bottom = TOP + ROW_HEIGHT * len(rows)
+    for tick in _nice_ticks(low, high):
+        parts.append(
+            f'<line class="grid" x1="{x(tick):.1f}" y1="{TOP - 4}" x2="{x(tick):.1f}" y2="{bottom}" />'
+            f'<text class="tick" x="{x(tick):.1f}" y="{bottom + 16}" text-anchor="middle">{tick:g}</text>'
+        )
+    parts.append(
+        f'<line class="greedy" x1="{x(1.0):.1f}" y1="{TOP - 8}" x2="{x(1.0):.1f}" y2="{bottom}" />'
+        f'<text class="greedy-label" x="{x(1.0) + 4:.1f}" y="{TOP - 10}">Greedy = 1</text>'
+    )
+    for i, row in enumerate(rows):
+        y = TOP + ROW_HEIGHT * i + ROW_HEIGHT / 2
+        kind = "baseline" if row.baseline else "entry"
+        label = f"{row.rank}. {row.participant}" if row.rank is not None else f"{row.participant} (baseline)"
+        tip = f"{row.participant}: {row.score:.4f} [{row.ci_low:.4f}, {row.ci_high:.4f}]"
+        parts.append(
+            f'<g class="row {kind}"><title>{escape(tip)}</title>'
+            f'<text class="label" x="{LABEL_WIDTH - 8}" y="{y + 4:.1f}" text-anchor="end">{escape(label)}</text>'
+            f'<line class="ci" x1="{x(row.ci_low):.1f}" y1="{y:.1f}" x2="{x(row.ci_high):.1f}" y2="{y:.1f}" />'
+            f'<line class="ci-cap" x1="{x(row.ci_low):.1f}" y1="{y - 5:.1f}" x2="{x(row.ci_low):.1f}" '
+            f'y2="{y + 5:.1f}" />'
+            f'<line class="ci-cap" x1="{x(row.ci_high):.1f}" y1="{y - 5:.1f}" x2="{x(row.ci_high):.1f}" '
+            f'y2="{y + 5:.1f}" />'
+            f'<circle class="point" cx="{x(row.score):.1f}" cy="{y:.1f}" r="5" /></g>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def ratio_color(ratio: float | None) -> str:
+    """Green below 1 (better than Greedy), red above, white at 1; saturating at +-30%."""
+    if ratio is None or not math.isfinite(ratio):
+        return "#eeeeee"
+    strength = min(abs(math.log(max(ratio, 1e-9))) / math.log(1.3), 1.0)
+    fade = round(255 - 130 * strength)
+    return f"rgb({fade},255,{fade})" if ratio < 1 else f"rgb(255,{fade},{fade})"

@@ -1,0 +1,80 @@
+"""FastAPI dependencies: the database session, the settings, the caller, the enqueuer, pagination."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, Query, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from layersched.server import storage
+from layersched.server.config import Settings
+from layersched.server.errors import Forbidden, Unauthorized
+from layersched.server.models import User
+from layersched.server.queue import Enqueuer
+from sqlalchemy.orm import Session
+
+
+def get_db(request: Request) -> Iterator[Session]:
+    with request.app.state.sessionmaker() as session:
+        yield session
+
+
+def get_app_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_enqueuer(request: Request) -> Enqueuer:
+    enqueuer: Enqueuer = request.app.state.enqueuer
+    return enqueuer
+
+
+SessionDep = Annotated[Session, Depends(get_db)]
+SettingsDep = Annotated[Settings, Depends(get_app_settings)]
+EnqueuerDep = Annotated[Enqueuer, Depends(get_enqueuer)]
+
+_bearer = HTTPBearer(auto_error=False, description="an API token from `layersched admin user token`")
+
+
+def get_optional_user(
+    session: SessionDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+) -> User | None:
+    """The caller, None when no token is sent; a token that is sent must be valid."""
+    if credentials is None:
+        return None
+    user = storage.authenticate(session=session, token=credentials.credentials)
+    if user is None:
+        raise Unauthorized("the bearer token is unknown or revoked")
+    return user
+
+
+def get_current_user(user: Annotated[User | None, Depends(get_optional_user)]) -> User:
+    if user is None:
+        raise Unauthorized("this route needs a token: send the header 'Authorization: Bearer <token>'")
+    return user
+
+
+def get_organiser(user: Annotated[User, Depends(get_current_user)]) -> User:
+    if user.role != "organiser":
+        raise Forbidden(f"user {user.name!r} is a {user.role}; this route is for organisers")
+    return user
+
+
+OptionalUser = Annotated[User | None, Depends(get_optional_user)]
+CurrentUser = Annotated[User, Depends(get_current_user)]
+Organiser = Annotated[User, Depends(get_organiser)]
+
+
+class Page:
+    """``?offset=0&limit=50`` (limit at most 200)."""
+
+    def __init__(
+        self,
+        offset: Annotated[int, Query(ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    ) -> None:
+        self.offset, self.limit = offset, limit
+
+
+PageDep = Annotated[Page, Depends()]

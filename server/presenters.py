@@ -1,0 +1,104 @@
+"""Turning rows into the API's response bodies (the one place that knows both shapes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from layersched.server import storage
+from layersched.server.models import EpisodeResult, Evaluation, Submission
+from layersched.server.schemas import (
+    AuditVerdict,
+    EpisodeLog,
+    EpisodePublic,
+    ErrorInfo,
+    EvaluationDetail,
+    EvaluationPublic,
+    Progress,
+    Score,
+    SubmissionPublic,
+)
+
+
+def _score(raw: dict[str, Any] | None) -> Score | None:
+    return Score.model_validate(raw) if raw and raw.get("overall") is not None else None
+
+
+def _error(evaluation: Evaluation | None) -> ErrorInfo | None:
+    if evaluation is None or evaluation.state not in ("failed", "cancelled"):
+        return None
+    return ErrorInfo(
+        category=evaluation.error_category or "unknown",
+        message=evaluation.error_message or f"evaluation {evaluation.id} ended as {evaluation.state}",
+    )
+
+
+def evaluation_public(evaluation: Evaluation) -> EvaluationPublic:
+    return EvaluationPublic(**_evaluation_fields(evaluation))
+
+
+def _evaluation_fields(evaluation: Evaluation) -> dict[str, Any]:
+    return {
+        "id": evaluation.id,
+        "kind": evaluation.kind,
+        "state": evaluation.state,
+        "evalset_name": evaluation.evalset_name,
+        "evalset_commitment": evaluation.evalset_commitment,
+        "sim_version": evaluation.sim_version,
+        "image_digest": evaluation.image_digest,
+        "bundle_sha256": evaluation.submission.bundle_sha256,
+        "sandbox": evaluation.sandbox,
+        "created_at": evaluation.created_at,
+        "started_at": evaluation.started_at,
+        "finished_at": evaluation.finished_at,
+        "attempts": evaluation.attempts,
+        "progress": Progress(done=evaluation.progress_done, total=evaluation.progress_total),
+        "error": _error(evaluation),
+        "audit_of": evaluation.audit_of_id,
+        "audit": AuditVerdict.model_validate(evaluation.audit) if evaluation.audit else None,
+    }
+
+
+def evaluation_detail(evaluation: Evaluation) -> EvaluationDetail:
+    return EvaluationDetail(
+        **_evaluation_fields(evaluation),
+        submission_id=evaluation.submission_id,
+        worker_id=evaluation.worker_id,
+        heartbeat_at=evaluation.heartbeat_at,
+        infrastructure_failure=evaluation.infrastructure_failure,
+        score_public=_score(evaluation.score_public),
+        score_private=_score(evaluation.score_private),
+        episodes=[EpisodePublic.model_validate(e) for e in evaluation.episodes],
+    )
+
+
+def submission_public(submission: Submission, *, rank: int | None = None) -> SubmissionPublic:
+    primary = storage.primary_evaluation(submission)
+    scored = storage.scored_evaluation(submission)
+    return SubmissionPublic(
+        id=submission.id,
+        name=submission.name,
+        description=submission.description,
+        owner=submission.owner.name,
+        created_at=submission.created_at,
+        bundle_sha256=submission.bundle_sha256,
+        state=primary.state if primary else "queued",
+        disqualified=submission.disqualified_reason,
+        progress=Progress(done=primary.progress_done if primary else 0, total=primary.progress_total if primary else 0),
+        error=_error(primary),
+        score=_score(scored.score_public) if scored else None,
+        rank=rank,
+        selected=submission.selected,
+        evaluations=[evaluation_public(e) for e in submission.evaluations],
+    )
+
+
+def episode_log(episode: EpisodeResult) -> EpisodeLog:
+    """Hidden episodes show status and message only: their output could leak the hidden workload."""
+    return EpisodeLog(
+        scenario=episode.scenario,
+        episode=episode.episode_id,
+        status=episode.status,
+        message=episode.message,
+        stdout=None if episode.hidden else episode.stdout,
+        stderr=None if episode.hidden else episode.stderr,
+    )

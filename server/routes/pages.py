@@ -1,0 +1,75 @@
+"""The HTML pages: the leaderboard (with its chart and per-scenario view) and a submission page. No JavaScript."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+from layersched.server import charts, leaderboard, presenters, storage
+from layersched.server.deps import OptionalUser, SessionDep
+from layersched.server.errors import Forbidden, NotFound
+
+router = APIRouter(include_in_schema=False)
+templates = Jinja2Templates(directory=Path(__file__).resolve().parent.parent / "templates")
+templates.env.filters["ratio_color"] = charts.ratio_color
+
+
+@router.get("/", response_class=HTMLResponse)
+def leaderboard_page(
+    request: Request, session: SessionDep, user: OptionalUser, split: Literal["public", "private"] = "public"
+) -> HTMLResponse:
+    try:
+        board = leaderboard.visible_leaderboard(session=session, split=split, viewer=user)
+    except Forbidden as exc:
+        return templates.TemplateResponse(
+            request, "message.html", {"title": "Private leaderboard", "message": exc.message}, status_code=403
+        )
+    scenarios = sorted({name for row in board.rows for name in row.per_scenario})
+    evalset = storage.get_current_evalset(session=session)
+    return templates.TemplateResponse(
+        request,
+        "leaderboard.html",
+        {
+            "board": board,
+            "scenarios": scenarios,
+            "chart": charts.score_chart(board.rows),
+            "evalset": evalset,
+            "state": storage.get_leaderboard_state(session=session),
+        },
+    )
+
+
+@router.get("/submissions/{submission_id}", response_class=HTMLResponse)
+def submission_page(request: Request, session: SessionDep, user: OptionalUser, submission_id: int) -> HTMLResponse:
+    """Owners and organisers (with a token) see everything; anyone sees a submission that is on the leaderboard."""
+    board = leaderboard.visible_leaderboard(session=session, split="public", viewer=None)
+    rank = leaderboard.rank_of(board, submission_id)
+    try:
+        submission = storage.get_submission(session=session, submission_id=submission_id, viewer=user)
+        full = True
+    except NotFound:
+        if rank is None:
+            return templates.TemplateResponse(
+                request,
+                "message.html",
+                {"title": "Not found", "message": f"submission {submission_id} does not exist"},
+                status_code=404,
+            )
+        # A ranked entry is public already: show what the leaderboard shows, nothing more.
+        submission = storage.load_submission(session=session, submission_id=submission_id)
+        full = False
+    public = presenters.submission_public(submission, rank=rank)
+    row = next((r for r in board.rows if r.submission_id == submission_id), None)
+    return templates.TemplateResponse(
+        request,
+        "submission.html",
+        {
+            "submission": public,
+            "full": full,
+            "row": row,
+            "chart": charts.score_chart([row]) if row else "",
+        },
+    )

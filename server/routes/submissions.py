@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, UploadFile
+from layersched.server import bundles, leaderboard, presenters, queue, storage
+from layersched.server.deps import CurrentUser, EnqueuerDep, PageDep, SessionDep, SettingsDep
+from layersched.server.errors import BundleTooLarge, Conflict
+from layersched.server.schemas import SubmissionLogs, SubmissionPublic, SubmissionsPublic
+
+router = APIRouter(prefix="/submissions", tags=["participants"])
+
+
+def _read_limited(upload: UploadFile, limit: int) -> bytes:
+    data = upload.file.read(limit + 1)
+    if len(data) > limit:
+        raise BundleTooLarge(f"bundle {upload.filename!r} is larger than the limit of {limit} bytes")
+    return data
+
+
+@router.post("", status_code=201, response_model=SubmissionPublic)
+def create_submission(
+    session: SessionDep,
+    user: CurrentUser,
+    settings: SettingsDep,
+    enqueuer: EnqueuerDep,
+    file: Annotated[UploadFile, File(description="a .py, .zip, .tar.gz or .tgz bundle")],
+    name: Annotated[str, Form(min_length=1, max_length=100)],
+    description: Annotated[str, Form(max_length=2000)] = "",
+) -> SubmissionPublic:
+    storage.check_can_submit(
+        session=session, user=user, daily_quota=settings.daily_quota, max_in_flight=settings.max_in_flight
+    )
+    evalset = storage.get_current_evalset(session=session)
+    if evalset is None:
+        raise Conflict("no evaluation set is registered yet; submissions open once an organiser registers one")
+    data = _read_limited(file, settings.max_bundle_bytes)
+    info = bundles.inspect_bundle(
+        data, file.filename or "", max_files=settings.max_files, max_unpacked_bytes=settings.max_unpacked_bytes
+    )
+    bundles.store_bundle(data, bundle_dir=settings.bundle_dir)
+    submission, evaluation = storage.create_submission(
+        session=session,
+        owner=user,
+        name=name,
+        description=description,
+        bundle_sha256=info.sha256,
+        bundle_format=info.format,
+        bundle_bytes=info.size,
+        evalset=evalset,
+    )
+    queue.enqueue(enqueuer, evaluation)
+    return presenters.submission_public(submission)
+
+
+@router.get("", response_model=SubmissionsPublic)
+def list_submissions(session: SessionDep, user: CurrentUser, page: PageDep) -> SubmissionsPublic:
+    rows, count = storage.list_submissions(session=session, viewer=user, offset=page.offset, limit=page.limit)
+    board = leaderboard.visible_leaderboard(session=session, split="public", viewer=None)
+    return SubmissionsPublic(
+        data=[presenters.submission_public(s, rank=leaderboard.rank_of(board, s.id)) for s in rows], count=count
+    )
+
+
+@router.get("/{submission_id}", response_model=SubmissionPublic)
+def read_submission(session: SessionDep, user: CurrentUser, submission_id: int) -> SubmissionPublic:
+    submission = storage.get_submission(session=session, submission_id=submission_id, viewer=user)
+    board = leaderboard.visible_leaderboard(session=session, split="public", viewer=None)
+    return presenters.submission_public(submission, rank=leaderboard.rank_of(board, submission.id))
+
+
+@router.get("/{submission_id}/logs", response_model=SubmissionLogs)
+def read_logs(session: SessionDep, user: CurrentUser, submission_id: int) -> SubmissionLogs:
+    submission = storage.get_submission(session=session, submission_id=submission_id, viewer=user)
+    evaluation = storage.primary_evaluation(submission)
+    episodes = evaluation.episodes if evaluation else []
+    return SubmissionLogs(data=[presenters.episode_log(e) for e in episodes])
+
+
+@router.post("/{submission_id}/select", response_model=SubmissionPublic)
+def select_submission(session: SessionDep, user: CurrentUser, submission_id: int) -> SubmissionPublic:
+    submission = storage.select_submission(session=session, submission_id=submission_id, viewer=user)
+    return presenters.submission_public(submission)

@@ -1,0 +1,172 @@
+"""Fixtures of the SDK tests: an isolated config file, and a live server (the real app on uvicorn, SQLite, in a
+thread) with a stand-in worker that drives evaluations through the server's storage calls, as the real one does."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+POLICY = "import numpy as np\n\n\ndef policy(env, task, rng):\n    return int(np.argmax(env.mask(task)))\n"
+SCENARIOS = [
+    {"name": "lab-300", "weight": 1.0, "public_episodes": 2},
+    {"name": "official-5n", "weight": 1.0, "public_episodes": 2},
+]
+
+
+@pytest.fixture(autouse=True)
+def isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No test reads or writes the real user config; the env overrides start unset."""
+    path = tmp_path / "config" / "config.json"
+    monkeypatch.setenv("LAYERSCHED_CONFIG", str(path))
+    monkeypatch.delenv("LAYERSCHED_SERVER", raising=False)
+    monkeypatch.delenv("LAYERSCHED_TOKEN", raising=False)
+    return path
+
+
+@pytest.fixture
+def policy_file(tmp_path: Path) -> Path:
+    path = tmp_path / "first_fit.py"
+    path.write_text(POLICY)
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Worker:
+    """Stands in for Celery and the sandbox: completes every enqueued evaluation through storage calls."""
+
+    settings: Any
+    fail: bool = False
+    calls: list[tuple[str, list[int], str]] = field(default_factory=list)
+    _pending: list[int] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, task_name: str, *, args: list[int], queue: str) -> None:
+        with self._lock:
+            self.calls.append((task_name, args, queue))
+            self._pending.extend(args)
+
+    def run_pending(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, []
+        for evaluation_id in pending:
+            self.complete(evaluation_id)
+
+    def complete(self, evaluation_id: int) -> None:
+        from layersched.server import storage
+        from layersched.server.db import make_engine, make_sessionmaker, session_scope
+
+        engine = make_engine(self.settings.database_url)
+        try:
+            factory = make_sessionmaker(engine)
+            with session_scope(factory) as session:
+                storage.start_evaluation(
+                    session=session, evaluation_id=evaluation_id, worker_id="test-worker", total=2,
+                    sim_version="1.0.0", image_digest="sha256:" + "ab" * 32, sandbox="process",
+                )
+            for i, scenario in enumerate(("lab-300", "official-5n")):
+                time.sleep(0.2)  # long enough for the CLI to see progress
+                with session_scope(factory) as session:
+                    storage.record_episode_result(
+                        session=session, evaluation_id=evaluation_id, scenario=scenario, episode_id="seed0",
+                        split="public", hidden=False, status="ok" if not self.fail else "invalid_action",
+                        message="" if not self.fail else "step 3: policy returned node 11, outside 0..9",
+                        mean_completion=60.0 + i, p95_completion=90.0, cloud_share=0.0, trace_hash="f" * 64,
+                        n_actions=300, stdout=f"hello from {scenario}", stderr="",
+                    )
+            with session_scope(factory) as session:
+                if self.fail:
+                    storage.finish_evaluation(
+                        session=session, evaluation_id=evaluation_id, state="failed", error_category="invalid_action",
+                        error_message="step 3: policy returned node 11, outside 0..9", infrastructure_failure=False,
+                    )
+                else:
+                    score = {"overall": 0.98, "ci_low": 0.95, "ci_high": 1.01,
+                             "per_scenario": {"lab-300": 0.97, "official-5n": 0.99}}
+                    storage.finish_evaluation(
+                        session=session, evaluation_id=evaluation_id, state="succeeded",
+                        score_public=score, score_private=score,
+                    )
+        finally:
+            engine.dispose()
+
+
+@dataclass
+class LiveServer:
+    url: str
+    settings: Any
+    worker: Worker
+    tokens: dict[str, str]
+    user_ids: dict[str, int]
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[LiveServer]:
+    """The real app (``create_app``) served by uvicorn on 127.0.0.1 with a fresh migrated SQLite database."""
+    uvicorn = pytest.importorskip("uvicorn")
+    from layersched.server.admin import add_user, register_evalset, upgrade_database
+    from layersched.server.app import create_app
+    from layersched.server.config import Settings
+
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None,
+        database_url=f"sqlite:///{tmp_path / 'db' / 'layersched.db'}",
+        broker_url="redis://127.0.0.1:1/0",  # never used: the worker stand-in replaces Celery
+        bundle_dir=tmp_path / "bundles",
+        daily_quota=2,
+        max_in_flight=2,
+    )
+    upgrade_database(settings=settings)
+    register_evalset(name="sample", commitment="c" * 64, path="hidden_seeds/sample.toml", scenarios=SCENARIOS,
+                     settings=settings)
+    tokens, ids = {}, {}
+    for name, role in (("alice", "participant"), ("bob", "participant"), ("olga", "organiser")):
+        created = add_user(name=name, email=f"{name}@example.org", role=role, settings=settings)
+        tokens[name], ids[name] = created.token, created.id
+    worker = Worker(settings)
+    app = create_app(settings, enqueuer=worker)
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", ws="none", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    try:
+        yield LiveServer(f"http://127.0.0.1:{port}", settings, worker, tokens, ids)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture
+def worker_thread(live_server: LiveServer) -> Iterator[Worker]:
+    """Runs the worker stand-in in the background while a test follows an evaluation."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            live_server.worker.run_pending()
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    yield live_server.worker
+    stop.set()
+    thread.join(timeout=10)

@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from layersched.sdk.bundle import make_bundle
+from layersched.sdk.errors import BundleError
+
+POLICY = "def policy(env, task, rng):\n    return 0\n"
+
+
+def make_dir(root: Path) -> Path:
+    (root / "pkg").mkdir(parents=True)
+    (root / "policy.py").write_text(POLICY)
+    (root / "helpers.py").write_text("X = 1\n")
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "weights.bin").write_bytes(b"\0" * 1000)
+    (root / "__pycache__").mkdir()
+    (root / "__pycache__" / "policy.cpython-311.pyc").write_bytes(b"junk")
+    (root / ".git").mkdir()
+    (root / ".git" / "HEAD").write_text("ref")
+    return root
+
+
+def test_single_file_is_uploaded_as_is(tmp_path: Path) -> None:
+    path = tmp_path / "mine.py"
+    path.write_text(POLICY)
+    bundle = make_bundle(path)
+    assert (bundle.filename, bundle.data, bundle.files, bundle.content_type) == (
+        "mine.py", POLICY.encode(), ("mine.py",), "text/x-python"
+    )
+    assert bundle.sha256 == hashlib.sha256(POLICY.encode()).hexdigest()
+    assert bundle.entry_point == path
+
+
+def test_directory_becomes_a_deterministic_tar_gz(tmp_path: Path) -> None:
+    first = make_bundle(make_dir(tmp_path / "a"))
+    second_root = make_dir(tmp_path / "b")
+    os.utime(second_root / "policy.py", (1, 1))  # other times, same content
+    second = make_bundle(second_root)
+    assert first.filename == "a.tar.gz"
+    assert first.files == ("helpers.py", "pkg/__init__.py", "policy.py", "weights.bin")
+    assert first.sha256 == second.sha256
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(first.data))) as tar:
+        members = tar.getmembers()
+        assert [m.name for m in members] == list(first.files)
+        assert all(m.isreg() and m.mtime == 0 and m.uid == 0 for m in members)
+        extracted = tar.extractfile("policy.py")
+        assert extracted is not None and extracted.read() == POLICY.encode()
+
+
+def test_directory_without_policy_py(tmp_path: Path) -> None:
+    (tmp_path / "other.py").write_text(POLICY)
+    with pytest.raises(BundleError) as exc:
+        make_bundle(tmp_path)
+    assert str(exc.value) == f"{tmp_path} has no policy.py at its top; a directory bundle needs one"
+
+
+@pytest.mark.parametrize("where", ["file", "dir"], ids=["file-link", "dir-link"])
+def test_links_are_refused(tmp_path: Path, where: str) -> None:
+    root = make_dir(tmp_path / "b")
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    link = root / "data"
+    if where == "file":
+        (outside / "x").write_text("x")
+        link.symlink_to(outside / "x")
+    else:
+        link.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(BundleError) as exc:
+        make_bundle(root)
+    assert str(exc.value) == f"{link} is a symbolic link; links are not allowed in a bundle"
+
+
+def test_too_many_files(tmp_path: Path) -> None:
+    root = make_dir(tmp_path / "b")
+    for i in range(3):
+        (root / f"f{i}.txt").write_text("x")
+    with pytest.raises(BundleError, match=r"holds more than 5 files \(limit 5\)"):
+        make_bundle(root, max_files=5)
+
+
+def test_too_large_names_the_largest_file(tmp_path: Path) -> None:
+    root = make_dir(tmp_path / "b")
+    with pytest.raises(BundleError) as exc:
+        make_bundle(root, max_unpacked_bytes=500)
+    assert str(exc.value) == f"{root} holds 1.0 kB, over the 500 B limit (largest file: weights.bin, 1.0 kB)"
+
+
+def test_upload_limit_on_the_compressed_archive(tmp_path: Path) -> None:
+    root = make_dir(tmp_path / "b")
+    (root / "noise.bin").write_bytes(os.urandom(5000))
+    with pytest.raises(BundleError, match="compressed, over the 3.0 kB upload limit"):
+        make_bundle(root, max_bytes=3000)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [("missing.py", "does not exist"), ("notes.txt", "is not a .py file")],
+    ids=["missing", "not-python"],
+)
+def test_bad_single_files(tmp_path: Path, name: str, message: str) -> None:
+    path = tmp_path / name
+    if name.endswith(".txt"):
+        path.write_text("x")
+    with pytest.raises(BundleError, match=message):
+        make_bundle(path)

@@ -1,0 +1,131 @@
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from layersched.sdk.bundle import make_bundle
+from layersched.sdk.checks import Finding, check_policy, static_findings
+from layersched.sdk.errors import PolicyCheckError
+from layersched.sim.baselines import BASELINES
+from layersched.sim.env import ClusterEnv
+from layersched.sim.scenario import NodeRanges, Scenario
+
+
+def findings_for(tmp_path: Path, source: str, extra: dict[str, str] | None = None) -> list[Finding]:
+    root = tmp_path / "bundle"
+    root.mkdir()
+    (root / "policy.py").write_text(source)
+    for name, text in (extra or {}).items():
+        (root / name).write_text(text)
+    return [f for f in static_findings(make_bundle(root)) if not f.message.startswith("bundle:")]
+
+
+def test_a_good_policy(tmp_path: Path) -> None:
+    source = "import numpy as np\nimport torch\nimport helpers\nfrom layersched.sim.env import ClusterEnv\n" \
+             "def policy(env, task, rng):\n    return 0\n"
+    assert findings_for(tmp_path, source, {"helpers.py": "import json\n"}) == [
+        Finding("ok", "entry point: policy(env, task, rng) defined in policy.py:5")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("def policy(env, task, rng):\n    return (\n", Finding("error", "policy.py:2: syntax error: '(' was never closed")),
+        ("def choose(env, task, rng):\n    return 0\n", Finding(
+            "error",
+            "policy.py defines no top-level `policy`; the contract is def policy(env, task, rng) -> int "
+            "(a directory bundle needs it in policy.py)",
+        )),
+        ("def policy(env, task):\n    return 0\n", Finding(
+            "error", "policy.py:1: policy(env, task) takes 2 positional argument(s); the contract is policy(env, task, "
+            "rng) -> int",
+        )),
+        ("async def policy(env, task, rng):\n    return 0\n",
+         Finding("error", "policy.py:1: policy is async; the contract is a plain function")),
+        ("class Agent:\n    pass\npolicy = Agent()\n", Finding("ok", "entry point: policy assigned in policy.py:3")),
+    ],
+    ids=["syntax-error", "no-policy", "two-arguments", "async", "assigned"],
+)
+def test_entry_point_and_syntax(tmp_path: Path, source: str, expected: Finding) -> None:
+    assert findings_for(tmp_path, source) == [expected]
+
+
+def test_imports_the_sandbox_lacks_are_warned_with_their_line(tmp_path: Path) -> None:
+    source = (
+        "import os\nimport sklearn.linear_model\nfrom pandas import DataFrame\n"
+        "try:\n    import numba\nexcept ImportError:\n    numba = None\n"
+        "def policy(env, task, rng):\n    import gymnasium\n    return 0\n"
+    )
+    messages = [f.message for f in findings_for(tmp_path, source) if f.level == "warning"]
+    tail = ", which the sandbox image does not have (available: the standard library, numpy, torch, " \
+           "layersched.sim and the bundle's own modules)"
+    assert messages == [
+        "policy.py:2: imports 'sklearn.linear_model'" + tail,
+        "policy.py:3: imports 'pandas'" + tail,
+        "policy.py:9: imports 'gymnasium'" + tail,
+    ]
+
+
+def test_layersched_beyond_the_simulator_is_warned(tmp_path: Path) -> None:
+    source = "from layersched.sdk.client import Client\ndef policy(env, task, rng):\n    return 0\n"
+    assert [f.message.split(",")[0] for f in findings_for(tmp_path, source) if f.level == "warning"] == [
+        "policy.py:1: imports 'layersched.sdk.client'"
+    ]
+
+
+# ---------------------------------------------------------------------------------------------- check_policy
+
+
+def small_env() -> ClusterEnv:
+    return ClusterEnv(Scenario(n_tasks=20))
+
+
+def test_check_policy_accepts_the_baselines() -> None:
+    for policy in BASELINES.values():
+        check_policy(policy, small_env())
+
+
+def test_check_policy_accepts_numpy_integers() -> None:
+    check_policy(lambda env, task, rng: np.int64(np.argmax(env.mask(task))), small_env())
+
+
+def masked_node(env: ClusterEnv, task: Any) -> int:
+    return int(np.flatnonzero(~env.mask(task))[0])
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        (lambda env, task, rng: 3.0, "step 0: policy returned 3.0 (float); return an int node index such as "
+                                     "int(np.argmax(scores))"),
+        (lambda env, task, rng: None, "step 0: policy returned None of type NoneType, expected an int node index"),
+        (lambda env, task, rng: True, "step 0: policy returned True of type bool, expected an int node index"),
+        (lambda env, task, rng: 10, "step 0: policy returned node 10, outside 0..9"),
+        (lambda env, task, rng: -1, "step 0: policy returned node -1, outside 0..9"),
+        (lambda env, task: 0, "policy(env, task) cannot be called as policy(env, task, rng): too many positional "
+                              "arguments"),
+        ("not a function", "policy must be a function policy(env, task, rng) -> int, got 'not a function'"),
+    ],
+    ids=["float", "none", "bool", "too-high", "negative", "two-arguments", "not-callable"],
+)
+def test_check_policy_names_the_failing_value(policy: Any, message: str) -> None:
+    with pytest.raises(PolicyCheckError) as exc:
+        check_policy(policy, small_env())
+    assert str(exc.value) == message
+
+
+def test_check_policy_catches_a_masked_node() -> None:
+    # A scenario whose storage range cannot hold every image: some node is masked for some task.
+    env = ClusterEnv(Scenario(n_tasks=50, nodes=NodeRanges(storage_gb=(0.2, 2.0))))
+
+    def policy(env: ClusterEnv, task: Any, rng: random.Random) -> int:
+        mask = env.mask(task)
+        return int(np.flatnonzero(~mask)[0]) if not mask.all() else int(np.argmax(mask))
+
+    with pytest.raises(PolicyCheckError, match=r"^step \d+: policy returned node \d+, which cannot store image \d+"):
+        check_policy(policy, env, decisions=50)

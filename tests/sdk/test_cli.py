@@ -1,0 +1,362 @@
+"""The ``layersched`` command against the real app on a live server (uvicorn in a thread, SQLite)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from layersched.sdk.cli import main
+from tests.sdk.conftest import LiveServer, Worker
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def login(capsys: pytest.CaptureFixture[str], server: LiveServer, user: str = "alice") -> None:
+    code, _, err = run(capsys, "login", "--server", server.url, "--token", server.tokens[user])
+    assert code == 0, err
+
+
+def error_line(err: str) -> str:
+    """The one line an error prints; also asserts there is no traceback."""
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+# ---------------------------------------------------------------------------------------------- login
+
+
+def test_login_saves_the_token_with_mode_0600(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, isolated_config: Path
+) -> None:
+    code, out, _ = run(capsys, "login", "--server", live_server.url + "/", "--token", live_server.tokens["alice"])
+    assert code == 0
+    assert out == (
+        f"logged in to {live_server.url}/ as alice (participant; 0/2 submissions today); saved to {isolated_config}\n"
+    )
+    assert stat.S_IMODE(isolated_config.stat().st_mode) == 0o600
+    assert json.loads(isolated_config.read_text()) == {"server": live_server.url, "token": live_server.tokens["alice"]}
+
+
+def test_login_with_a_wrong_token_fails_in_one_line(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, isolated_config: Path
+) -> None:
+    code, out, err = run(capsys, "login", "--server", live_server.url, "--token", "not-a-token")
+    assert code == 1
+    assert out == ""
+    assert error_line(err).startswith("error: ")
+    assert "layersched login --server URL --token TOKEN" in err
+    assert not isolated_config.exists()
+
+
+def test_a_revoked_or_wrong_env_token_is_reported(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    login(capsys, live_server)
+    monkeypatch.setenv("LAYERSCHED_TOKEN", "wrong")  # the environment overrides the saved token
+    code, _, err = run(capsys, "status")
+    assert code == 1
+    assert "LAYERSCHED_TOKEN" in error_line(err)
+
+
+def test_server_down(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.sdk.conftest import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("LAYERSCHED_SERVER", url)
+    monkeypatch.setenv("LAYERSCHED_TOKEN", "t")
+    code, _, err = run(capsys, "status")
+    assert code == 1
+    assert error_line(err).startswith(f"error: cannot reach the server at {url}: ")
+
+
+def test_not_logged_in(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "status")
+    assert code == 1
+    assert error_line(err) == (
+        "error: no server configured: run `layersched login --server URL --token TOKEN` "
+        "or set LAYERSCHED_SERVER and LAYERSCHED_TOKEN"
+    )
+
+
+# ---------------------------------------------------------------------------------------------- submit
+
+
+def test_submit_waits_for_score_and_rank(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, worker_thread: Worker, policy_file: Path
+) -> None:
+    login(capsys, live_server)
+    code, out, err = run(capsys, "submit", str(policy_file), "--name", "first fit", "-m", "hello", "--poll", "0.1")
+    assert code == 0, err
+    assert out.splitlines() == [
+        "submitted #1 'first fit' (queued)",
+        "#1 succeeded: score 0.9800 (95% CI 0.9500-1.0100, ratio to Greedy, lower is better), rank 1",
+        "  per scenario: lab-300 0.970, official-5n 0.990",
+    ]
+    assert "upload [" in err and "100%" in err
+    assert "evaluation [" in err and "2/2" in err
+    assert worker_thread.calls == [("layersched.evaluate", [1], "evaluations")]
+
+    code, out, _ = run(capsys, "status", "1")
+    assert code == 0
+    assert out.startswith("#1 'first fit' by alice, created ")
+    assert "  hello\nstate: succeeded, episodes 2/2\n" in out
+    assert "sandbox process, image sha256:abababab" in out
+
+    code, out, _ = run(capsys, "logs", "1")
+    assert code == 0
+    assert "lab-300/seed0: ok\n  --- stdout ---\n  hello from lab-300\n" in out
+
+    code, out, _ = run(capsys, "leaderboard")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "public leaderboard: score = ratio to Greedy, lower is better"
+    assert lines[1].split() == ["rank", "participant", "submission", "score", "95%", "CI", "subs", "date"]
+    assert lines[2].split()[:6] == ["1", "alice", "first", "fit", "0.9800", "0.9500-1.0100"]
+
+    code, out, _ = run(capsys, "leaderboard", "--json")
+    board = json.loads(out)
+    assert board["split"] == "public"
+    assert [(r["rank"], r["participant"]) for r in board["rows"] if not r["baseline"]] == [(1, "alice")]
+
+
+def test_submit_of_a_failing_policy_exits_1_with_the_reason(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, worker_thread: Worker, policy_file: Path
+) -> None:
+    worker_thread.fail = True
+    login(capsys, live_server)
+    code, out, _ = run(capsys, "submit", str(policy_file), "--poll", "0.1")
+    assert code == 1
+    assert out.splitlines()[-1] == (
+        "#1 failed: invalid_action: step 3: policy returned node 11, outside 0..9 (details: layersched logs 1)"
+    )
+
+
+def test_submit_no_wait_then_status_list(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path
+) -> None:
+    login(capsys, live_server)
+    code, out, _ = run(capsys, "submit", str(policy_file), "--no-wait")
+    assert code == 0
+    assert out == "submitted #1 'first_fit' (queued)\nfollow it with: layersched status 1\n"
+    code, out, _ = run(capsys, "status")
+    assert code == 0
+    header, row = out.splitlines()
+    assert header.split() == ["id", "name", "state", "episodes", "score", "rank", "created"]
+    assert row.split()[:6] == ["#1", "first_fit", "queued", "0/0", "-", "-"]
+
+
+def test_quota_exceeded(capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path) -> None:
+    login(capsys, live_server)
+    for _ in range(2):  # daily_quota=2 and max_in_flight=2: the third is refused, whichever limit bites first
+        assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0
+    code, out, err = run(capsys, "submit", str(policy_file), "--no-wait")
+    assert code == 1
+    assert "submitted" not in out
+    assert error_line(err).startswith("error: daily quota of 2 submissions used (2 today)")
+
+
+def test_syntax_error_is_refused_before_upload(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, tmp_path: Path
+) -> None:
+    login(capsys, live_server)
+    bad = tmp_path / "policy.py"
+    bad.write_text("def policy(env, task, rng):\n    return (\n")
+    code, out, err = run(capsys, "submit", str(bad))
+    assert code == 1
+    assert out == ""
+    assert error_line(err) == "error: not uploaded: policy.py:2: syntax error: '(' was never closed"
+    assert live_server.worker.calls == []
+
+
+def test_syntax_error_is_refused_by_the_server_too(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, tmp_path: Path
+) -> None:
+    login(capsys, live_server)
+    bad = tmp_path / "policy.py"
+    bad.write_text("def policy(env, task, rng):\n    return (\n")
+    code, _, err = run(capsys, "submit", str(bad), "--skip-checks", "--no-wait")
+    assert code == 1
+    line = error_line(err)
+    assert "line 2" in line or ":2" in line, line
+    assert live_server.worker.calls == []
+
+
+def test_someone_elses_submission_is_not_found(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path
+) -> None:
+    login(capsys, live_server, "alice")
+    assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0
+    login(capsys, live_server, "bob")
+    code, _, err = run(capsys, "status", "1")
+    assert code == 1
+    assert error_line(err).startswith("error: ")
+
+
+# ---------------------------------------------------------------------------------------------- admin
+
+
+def test_admin_commands_as_organiser(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path, worker_thread: Worker
+) -> None:
+    login(capsys, live_server, "alice")
+    assert run(capsys, "submit", str(policy_file), "--poll", "0.1")[0] == 0
+    login(capsys, live_server, "olga")
+
+    code, out, _ = run(capsys, "admin", "user", "add", "--name", "carol", "--email", "carol@example.org")
+    assert code == 0
+    first, second = out.splitlines()
+    assert first.startswith("created participant #") and first.endswith(" carol <carol@example.org>")
+    token = second.split(": ", 1)[1]
+    assert token
+
+    assert run(capsys, "admin", "freeze")[1] == "leaderboard frozen (evaluations go on; public ranks stay)\n"
+    assert run(capsys, "admin", "freeze", "--off")[1] == "leaderboard unfrozen\n"
+    assert run(capsys, "admin", "disqualify", "1", "--reason", "reads files")[1] == (
+        "disqualified submission #1: reads files\n"
+    )
+    code, out, _ = run(capsys, "admin", "rerun", "1", "--no-wait")
+    assert code == 0
+    assert out.startswith("queued evaluation #2 (rerun) of submission #1")
+    code, out, _ = run(capsys, "admin", "audit-log", "--json")
+    actions = [entry["action"] for entry in json.loads(out)["data"]]
+    assert {"freeze", "disqualify"} <= {a.split("_")[0] for a in actions} | set(actions), actions
+
+    code, out, err = run(capsys, "admin", "publish")
+    assert code == 0, err
+    code, out, _ = run(capsys, "leaderboard", "--split", "private")
+    assert code == 0, out
+
+
+def test_admin_as_participant_is_forbidden(capsys: pytest.CaptureFixture[str], live_server: LiveServer) -> None:
+    login(capsys, live_server, "alice")
+    code, _, err = run(capsys, "admin", "freeze")
+    assert code == 1
+    line = error_line(err)
+    assert "layersched login" not in line  # a 403 is not a login problem
+
+
+def test_admin_bootstrap_uses_the_server_function(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAYERSCHED_DATABASE_URL", live_server.settings.database_url)
+    from layersched.server.config import get_settings
+
+    get_settings.cache_clear()
+    try:
+        code, out, err = run(capsys, "admin", "user", "add", "--name", "root", "--email", "r@example.org",
+                             "--role", "organiser", "--bootstrap")
+    finally:
+        get_settings.cache_clear()
+    assert code == 0, err
+    token = out.splitlines()[1].split(": ", 1)[1]
+    login_code, login_out, _ = run(capsys, "login", "--server", live_server.url, "--token", token)
+    assert login_code == 0
+    assert " as root (organiser;" in login_out
+
+
+# ---------------------------------------------------------------------------------------------- local commands
+
+
+def test_init_copies_the_starter_kit_and_refuses_to_overwrite(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "kit"
+    code, out, _ = run(capsys, "init", str(target))
+    assert code == 0
+    names = sorted(p.name for p in target.iterdir())
+    assert names == ["README.md", "imitation_rl.py", "plot_curves.py", "policy.py", "train_reinforce.py"]
+    code, _, err = run(capsys, "init", str(target))
+    assert code == 1
+    assert error_line(err) == (
+        f"error: {target} already has README.md, imitation_rl.py, plot_curves.py, policy.py, train_reinforce.py; "
+        "use --force to overwrite"
+    )
+    assert run(capsys, "init", str(target), "--force")[0] == 0
+
+
+def test_evalset_verify(capsys: pytest.CaptureFixture[str]) -> None:
+    from layersched.sdk.localrun import default_sample_path
+    from layersched.sim.evalset import load_evalset
+
+    path = default_sample_path()
+    if path is None:
+        pytest.skip("no sample set in this installation")
+    commitment = load_evalset(path).commitment
+    code, out, _ = run(capsys, "evalset", "verify", str(path), commitment)
+    assert (code, out) == (0, f"{path}: matches commitment {commitment}\n")
+    code, _, err = run(capsys, "evalset", "verify", str(path), "0" * 64)
+    assert code == 1
+    assert error_line(err) == f"error: {path} does NOT match commitment {'0' * 64}: the set was changed"
+    code, _, err = run(capsys, "evalset", "verify", str(path), "abc")
+    assert code == 1
+    assert error_line(err) == "error: a commitment is 64 hex digits (SHA-256), got 'abc'"
+
+
+def test_sim_is_dispatched_to_the_simulator_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "sim", "--seeds", "0", "--tasks", "50", "--baselines", "Greedy", "--json")
+    assert code == 0
+    assert list(json.loads(out)["baselines"]) == ["Greedy"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["submit"], "the following arguments are required: path"),
+        (["leaderboard", "--split", "secret"], "argument --split: invalid choice: 'secret'"),
+        (["status", "abc"], "argument id: expected a positive integer, got 'abc'"),
+        (["validate", "x.py", "--deadline", "0"], "argument --deadline: expected a positive number, got '0'"),
+        (["frobnicate"], "argument COMMAND: invalid choice: 'frobnicate'"),
+        (["admin"], "the following arguments are required: ACTION"),
+        ([], "the following arguments are required: COMMAND"),
+    ],
+    ids=["missing-path", "bad-split", "bad-id", "bad-deadline", "unknown-command", "admin-no-action", "nothing"],
+)
+def test_argument_errors_exit_2(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_every_command_has_help_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    commands: list[list[str]] = [
+        ["login"], ["init"], ["validate"], ["submit"], ["status"], ["logs"], ["leaderboard"], ["evalset"],
+        ["admin"], ["admin", "user", "add"], ["admin", "token", "new"], ["admin", "token", "revoke"],
+        ["admin", "evalset", "new"], ["admin", "evalset", "reveal"], ["admin", "rerun"], ["admin", "audit"],
+        ["admin", "cancel"], ["admin", "disqualify"], ["admin", "freeze"], ["admin", "publish"],
+        ["admin", "audit-log"], ["admin", "evaluation"],
+    ]
+    for command in commands:
+        with pytest.raises(SystemExit) as exc:
+            main([*command, "--help"])
+        assert exc.value.code == 0
+        out = capsys.readouterr().out
+        assert "examples:\n  layersched " + " ".join(command) in out, command
+
+
+def test_console_script_runs_without_traceback(tmp_path: Path) -> None:
+    env = dict(os.environ, LAYERSCHED_CONFIG=str(tmp_path / "c.json"))
+    env.pop("LAYERSCHED_SERVER", None)
+    env.pop("LAYERSCHED_TOKEN", None)
+    script = Path(sys.executable).with_name("layersched")
+    cmd: list[Any] = [str(script)] if script.exists() else [sys.executable, "-c", "from layersched.sdk.cli import main; raise SystemExit(main())"]
+    result = subprocess.run([*cmd, "status"], capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: no server configured")
+    assert "Traceback" not in result.stderr

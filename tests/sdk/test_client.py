@@ -1,0 +1,170 @@
+"""Unit tests of the client's decoding, error mapping and upload framing (httpx.MockTransport: pure logic).
+The same calls against the real app are in test_cli.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from layersched.sdk import errors
+from layersched.sdk.bundle import make_bundle
+from layersched.sdk.client import Client, Submission
+
+SUBMISSION: dict[str, Any] = {
+    "id": 7, "name": "mlp", "description": "", "owner": "alice", "created_at": "2026-01-01T00:00:00Z",
+    "bundle_sha256": "a" * 64, "state": "running", "disqualified": None, "progress": {"done": 1, "total": 4},
+    "error": None, "score": None, "rank": None, "evaluations": [], "future_field": "ignored",
+}
+
+
+def client_for(handler: Any) -> Client:
+    return Client("http://test", "tok", transport=httpx.MockTransport(handler))
+
+
+def test_decodes_a_submission_and_ignores_unknown_fields() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json=SUBMISSION)
+
+    with client_for(handler) as client:
+        sub = client.submission(7)
+    assert sub == Submission(id=7, name="mlp", owner="alice", created_at="2026-01-01T00:00:00Z",
+                             bundle_sha256="a" * 64, state="running", progress=sub.progress)
+    assert (sub.progress.done, sub.progress.total, sub.finished) == (1, 4, False)
+    assert seen[0].url.path == "/api/v1/submissions/7"
+    assert seen[0].headers["Authorization"] == "Bearer tok"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({**SUBMISSION, "id": "7"}, "submission.id: expected an integer, got '7'"),
+        ({k: v for k, v in SUBMISSION.items() if k != "state"}, "submission: missing field 'state' in "),
+        ({**SUBMISSION, "progress": {"done": 1}}, "submission.progress: missing field 'total' in {'done': 1}"),
+        ({**SUBMISSION, "score": {"overall": "x", "ci_low": 1, "ci_high": 1, "per_scenario": {}}},
+         "submission.score.overall: expected a number, got 'x'"),
+    ],
+    ids=["wrong-type", "missing-field", "nested-missing", "nested-type"],
+)
+def test_a_response_off_the_contract_is_a_server_error(body: dict[str, Any], message: str) -> None:
+    with client_for(lambda r: httpx.Response(200, json=body)) as client, pytest.raises(errors.ServerError) as exc:
+        client.submission(7)
+    assert str(exc.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "cls"),
+    [(401, "unauthorized", errors.AuthError), (404, "not_found", errors.NotFound),
+     (413, "bundle_too_large", errors.BundleRejected), (429, "quota_exceeded", errors.QuotaExceeded)],
+    ids=["401", "404", "413", "429"],
+)
+def test_error_bodies_become_sdk_errors(status: int, code: str, cls: type[errors.ApiError]) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, json={"error": {"code": code, "message": f"{code} happened"}})
+
+    with client_for(handler) as client, pytest.raises(cls) as exc:
+        client.me()
+    assert (exc.value.status, exc.value.code, str(exc.value)) == (status, code, f"{code} happened")
+
+
+def test_a_proxy_error_page_is_a_server_error() -> None:
+    with client_for(lambda r: httpx.Response(502, text="<html>Bad Gateway</html>")) as client:
+        with pytest.raises(errors.ServerError) as exc:
+            client.me()
+    assert str(exc.value) == "GET /api/v1/me failed with HTTP 502 Bad Gateway: '<html>Bad Gateway</html>'"
+    assert exc.value.code == "http_502"
+
+
+def test_transport_failures_are_server_unreachable() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+
+    def slow(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    with client_for(refuse) as client, pytest.raises(errors.ServerUnreachable) as exc:
+        client.me()
+    assert str(exc.value) == "cannot reach the server at http://test: [Errno 111] Connection refused"
+    with client_for(slow) as client, pytest.raises(errors.ServerUnreachable) as exc:
+        client.me()
+    assert str(exc.value) == "the server at http://test did not answer GET /api/v1/me within 30 s"
+
+
+def test_upload_reports_progress_and_sends_valid_multipart(tmp_path: Path) -> None:
+    path = tmp_path / "p.py"
+    path.write_bytes(b"def policy(env, task, rng):\n    return 0\n" * 2000)  # ~84 kB: several chunks
+    bundle = make_bundle(path)
+    received: dict[str, Any] = {}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = request.read()
+        received["length"] = int(request.headers["Content-Length"])
+        received["body"] = body
+        received["type"] = request.headers["Content-Type"]
+        return httpx.Response(201, json={**SUBMISSION, "state": "queued"})
+
+    progress: list[tuple[int, int]] = []
+    with client_for(handler) as client:
+        sub = client.submit(bundle, name='my "best"', description="d", on_progress=lambda s, t: progress.append((s, t)))
+    assert sub.state == "queued"
+    assert received["length"] == len(received["body"]) == progress[-1][0] == progress[-1][1]
+    assert len(progress) > 1 and [s for s, _ in progress] == sorted(s for s, _ in progress)
+    boundary = received["type"].split("boundary=")[1]
+    parts = received["body"].split(f"--{boundary}".encode())
+    assert b'name="name"\r\n\r\nmy "best"\r\n' in parts[1]
+    assert parts[3] == (
+        b'\r\nContent-Disposition: form-data; name="file"; filename="p.py"\r\nContent-Type: text/x-python\r\n\r\n'
+        + bundle.data
+        + b"\r\n"
+    )
+    assert parts[4] == b"--\r\n"
+
+
+def test_wait_polls_until_finished_and_survives_a_brief_outage() -> None:
+    states = iter(["queued", "outage", "running", "succeeded"])
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        state = next(states)
+        if state == "outage":
+            raise httpx.ConnectError("restarting", request=request)
+        return httpx.Response(200, json={**SUBMISSION, "state": state})
+
+    sleeps: list[float] = []
+    seen: list[str] = []
+    with client_for(handler) as client:
+        final = client.wait(7, on_update=lambda s: seen.append(s.state), poll_interval=1.0, sleep=sleeps.append)
+    assert final.state == "succeeded"
+    assert seen == ["queued", "running", "succeeded"]
+    assert sleeps == [1.0, 2.0, 1.0]
+
+
+def test_wait_gives_up_after_repeated_outages() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("down", request=request)
+
+    with client_for(handler) as client, pytest.raises(errors.ServerUnreachable):
+        client.wait(7, sleep=lambda s: None)
+
+
+def test_leaderboard_needs_no_token() -> None:
+    board = {"split": "public", "frozen": False, "published": False, "rows": [
+        {"rank": None, "participant": "Greedy", "submission_id": None, "submission_name": "Greedy", "score": 1.0,
+         "ci_low": 1.0, "ci_high": 1.0, "per_scenario": {"lab": 1.0}, "submissions": 0, "submitted_at": None,
+         "baseline": True},
+    ]}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        assert "Authorization" not in request.headers
+        assert request.url.params["split"] == "public"
+        return httpx.Response(200, json=board)
+
+    with Client("http://test", transport=httpx.MockTransport(handler)) as client:
+        decoded = client.leaderboard()
+    assert decoded.rows[0].baseline and decoded.rows[0].rank is None
+    assert json.loads(json.dumps(board))["rows"][0]["score"] == decoded.rows[0].score

@@ -1,0 +1,138 @@
+"""``layersched validate``: the policy runs in a child process on the public sample episodes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from layersched.sdk.cli import main
+from layersched.sdk.validate import POLICY_ROW, validate
+
+GREEDY = """\
+import numpy as np
+
+def policy(env, task, rng):
+    total = np.where(env.mask(task), env.estimate_all(task).total, np.inf)
+    return int(np.argmin(total))
+"""
+
+
+def write(tmp_path: Path, source: str, name: str = "policy.py") -> Path:
+    path = tmp_path / name
+    path.write_text(source)
+    return path
+
+
+def errors(report: object) -> list[str]:
+    return [f.message for f in report.findings if f.level == "error"]  # type: ignore[attr-defined]
+
+
+def warnings_(report: object) -> list[str]:
+    return [f.message for f in report.findings if f.level == "warning"]  # type: ignore[attr-defined]
+
+
+def test_a_greedy_policy_scores_like_greedy(tmp_path: Path) -> None:
+    report = validate(write(tmp_path, GREEDY), max_episodes=2)
+    assert report.ok, report.findings
+    assert warnings_(report) == []
+    names = [row.name for row in report.rows]
+    assert set(names) == {POLICY_ROW, "Random", "LeastLoaded", "Kube", "Dep", "LRS", "Greedy"}
+    assert report.score == pytest.approx(1.0, abs=0.01)
+    assert [e["status"] for e in report.episodes] == ["ok", "ok"]
+
+
+def test_output_of_the_policy_does_not_disturb_the_run(tmp_path: Path) -> None:
+    source = GREEDY.replace("def policy(env, task, rng):\n", "def policy(env, task, rng):\n    print('thinking')\n")
+    source = "import sys\nprint('importing', file=sys.stderr)\n" + source
+    report = validate(write(tmp_path, source), max_episodes=1)
+    assert report.ok, report.findings
+    assert "thinking" in report.stderr_tail and "importing" in report.stderr_tail
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("raise RuntimeError('no GPU here')\ndef policy(env, task, rng):\n    return 0\n",
+         "importing the policy failed: RuntimeError: no GPU here"),
+        ("import json\npolicy = json.loads('3')\n",
+         "policy must be a function policy(env, task, rng) -> int, got 3"),
+        ("def policy(env, task, rng):\n    return 99\n", "step 0: policy returned node 99, outside 0..9"),
+        ("def policy(env, task, rng):\n    return 1 / 0\n", "policy raised ZeroDivisionError: division by zero"),
+        ("import numpy as np\ndef policy(env, task, rng):\n"
+         "    return -1 if len(env.completion) == 100 else int(np.argmax(env.mask(task)))\n",
+         "episode lab-300/seed0: invalid_action: step 100: policy returned node -1, outside 0..9"),
+        ("import numpy as np\ndef policy(env, task, rng):\n"
+         "    if len(env.completion) == 50:\n        {}['missing']\n    return int(np.argmax(env.mask(task)))\n",
+         "episode lab-300/seed0: crash: step 50: KeyError: 'missing'"),
+    ],
+    ids=["import-error", "not-callable", "out-of-range", "raises-at-once", "invalid-later", "crash-later"],
+)
+def test_failures_are_named(tmp_path: Path, source: str, message: str) -> None:
+    report = validate(write(tmp_path, source), max_episodes=1)
+    assert not report.ok
+    assert errors(report)[0] == message
+    assert report.rows == []
+
+
+def test_a_decision_over_the_deadline(tmp_path: Path) -> None:
+    source = GREEDY.replace("    total =", "    if len(env.completion) == 10:\n        import time; time.sleep(0.1)\n"
+                                          "    total =")
+    report = validate(write(tmp_path, source), max_episodes=1, deadline_s=0.05)
+    assert not report.ok
+    assert errors(report)[0].startswith("episode lab-300/seed0: timeout: slowest decision 0.1")
+    assert errors(report)[0].endswith(" s > deadline 0.05 s")
+    assert errors(report)[1].endswith("(deadline 0.05 s): over the deadline, the server will stop the episode")
+
+
+def test_a_decision_close_to_the_deadline_is_a_warning(tmp_path: Path) -> None:
+    source = GREEDY.replace("    total =", "    if len(env.completion) == 10:\n        import time; time.sleep(0.3)\n"
+                                          "    total =")
+    report = validate(write(tmp_path, source), max_episodes=1, deadline_s=0.5)
+    assert report.ok
+    assert warnings_(report)[0].endswith(
+        "(deadline 0.5 s): close to the deadline; the sandbox has a single CPU thread and may be slower"
+    )
+
+
+def test_a_policy_that_does_not_reproduce_its_actions_is_warned(tmp_path: Path) -> None:
+    source = (
+        "import numpy as np\nEPISODES = [0]\n\ndef policy(env, task, rng):\n"
+        "    EPISODES[0] += not env.completion  # state kept across episodes\n"
+        "    feasible = np.flatnonzero(env.mask(task))\n    return int(feasible[EPISODES[0] % len(feasible)])\n"
+    )
+    report = validate(write(tmp_path, source), max_episodes=1)
+    assert report.ok
+    assert warnings_(report) == [
+        "episode seed0 run twice with the same seeds gave different actions: the policy depends on something "
+        "besides (env, task, rng) and its globals (time, files, state kept across episodes); audits will report "
+        "a mismatch"
+    ]
+
+
+def test_cli_validate_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, GREEDY, "greedy.py")
+    assert main(["validate", str(path), "--episodes", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "score on 1 public sample episode of 'sample' (ratio to Greedy, lower is better):" in out
+    assert "\n->your policy " in out
+    assert out.endswith(f"{path}: ready to submit\n")
+
+
+def test_cli_validate_syntax_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "def policy(env, task, rng):\n    return (\n")
+    assert main(["validate", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert out == (
+        "  ok    bundle: 1 file, 41 B (upload 41 B)\n"
+        "  FAIL  policy.py:2: syntax error: '(' was never closed\n\n"
+        f"{path}: 1 problem to fix before submitting\n"
+    )
+
+
+def test_cli_validate_static_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "import pandas\n" + GREEDY)
+    assert main(["validate", str(path), "--static"]) == 0
+    out = capsys.readouterr().out
+    assert "  warn  policy.py:1: imports 'pandas', which the sandbox image does not have" in out
+    assert out.endswith(f"{path}: ready to submit, 1 warning\n")

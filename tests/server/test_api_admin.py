@@ -1,0 +1,205 @@
+"""Organisers' routes: 403 for participants, the actions themselves, and the audit log that records them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy.orm import Session
+
+from .conftest import Account, Captured, run_evaluation, submit
+
+ADMIN_ROUTES = [
+    ("post", "/api/v1/admin/users", {"name": "x", "email": "x@example.org", "role": "participant"}),
+    ("post", "/api/v1/admin/users/1/tokens", None),
+    ("delete", "/api/v1/admin/tokens/1", None),
+    ("post", "/api/v1/admin/submissions/1/rerun", {}),
+    ("post", "/api/v1/admin/submissions/1/audit", {}),
+    ("post", "/api/v1/admin/submissions/1/cancel", None),
+    ("post", "/api/v1/admin/submissions/1/disqualify", {"reason": "x"}),
+    ("post", "/api/v1/admin/leaderboard/freeze", {"frozen": True}),
+    ("post", "/api/v1/admin/leaderboard/publish", None),
+    ("post", "/api/v1/admin/evalsets/sample/reveal", None),
+    ("get", "/api/v1/admin/audit-log", None),
+    ("get", "/api/v1/admin/evaluations/1", None),
+]
+ROUTE_IDS = [f"{m}:{p.removeprefix('/api/v1/admin/')}" for m, p, _ in ADMIN_ROUTES]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ADMIN_ROUTES, ids=ROUTE_IDS)
+def test_participant_gets_403(client: Any, alice: Account, method: str, path: str, body: Any) -> None:
+    response = client.request(method, path, headers=alice.headers, json=body)
+    assert response.status_code == 403
+    assert response.json()["error"] == {
+        "code": "forbidden",
+        "message": "user 'alice' is a participant; this route is for organisers",
+    }
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ADMIN_ROUTES, ids=ROUTE_IDS)
+def test_anonymous_gets_401(client: Any, evalset: Any, method: str, path: str, body: Any) -> None:
+    response = client.request(method, path, json=body)
+    assert response.status_code == 401 and response.json()["error"]["code"] == "unauthorized"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "message"),
+    [
+        ("post", "/api/v1/admin/users/999/tokens", None, "user 999 does not exist"),
+        ("delete", "/api/v1/admin/tokens/999", None, "token 999 does not exist"),
+        ("post", "/api/v1/admin/submissions/999/rerun", {}, "submission 999 does not exist"),
+        ("post", "/api/v1/admin/submissions/999/audit", {}, "submission 999 does not exist"),
+        ("post", "/api/v1/admin/submissions/999/cancel", None, "submission 999 does not exist"),
+        ("post", "/api/v1/admin/submissions/999/disqualify", {"reason": "x"}, "submission 999 does not exist"),
+        ("post", "/api/v1/admin/evalsets/nope/reveal", None, "evaluation set 'nope' does not exist"),
+        ("get", "/api/v1/admin/evaluations/999", None, "evaluation 999 does not exist"),
+    ],
+    ids=["token-user", "revoke", "rerun", "audit", "cancel", "disqualify", "reveal", "evaluation"],
+)
+def test_404(client: Any, organiser: Account, method: str, path: str, body: Any, message: str) -> None:
+    response = client.request(method, path, headers=organiser.headers, json=body)
+    assert response.status_code == 404
+    assert response.json()["error"] == {"code": "not_found", "message": message}
+
+
+def test_users_and_tokens(client: Any, organiser: Account) -> None:
+    response = client.post(
+        "/api/v1/admin/users",
+        headers=organiser.headers,
+        json={"name": "dave", "email": "dave@example.org", "role": "participant"},
+    )
+    assert response.status_code == 201
+    created = response.json()
+    assert created["user"]["name"] == "dave" and created["user"]["role"] == "participant"
+    dave = {"Authorization": f"Bearer {created['token']}"}
+    assert client.get("/api/v1/me", headers=dave).json()["name"] == "dave"
+
+    second = client.post(f"/api/v1/admin/users/{created['user']['id']}/tokens", headers=organiser.headers)
+    assert second.status_code == 201
+    token = second.json()
+    assert client.get("/api/v1/me", headers={"Authorization": f"Bearer {token['token']}"}).status_code == 200
+    assert client.delete(f"/api/v1/admin/tokens/{token['id']}", headers=organiser.headers).status_code == 204
+    assert client.get("/api/v1/me", headers={"Authorization": f"Bearer {token['token']}"}).status_code == 401
+    assert client.get("/api/v1/me", headers=dave).status_code == 200  # the other token still works
+
+    duplicate = client.post(
+        "/api/v1/admin/users",
+        headers=organiser.headers,
+        json={"name": "dave", "email": "other@example.org", "role": "participant"},
+    )
+    assert duplicate.status_code == 409
+    assert duplicate.json()["error"] == {"code": "conflict", "message": "a user with name 'dave' already exists"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"name": "", "email": "e@x.org"},
+        {"name": "e", "email": "not-an-email"},
+        {"name": "e", "email": "e@x.org", "role": "admin"},
+    ],
+    ids=["empty-name", "bad-email", "bad-role"],
+)
+def test_create_user_422(client: Any, organiser: Account, body: dict[str, str]) -> None:
+    response = client.post("/api/v1/admin/users", headers=organiser.headers, json=body)
+    assert response.status_code == 422 and response.json()["error"]["code"] == "invalid_request"
+
+
+def test_rerun_audit_cancel(client: Any, alice: Account, organiser: Account, db: Session, enqueued: Captured) -> None:
+    body = submit(client, alice).json()
+    submission_id, initial = body["id"], body["evaluations"][0]["id"]
+
+    early = client.post(f"/api/v1/admin/submissions/{submission_id}/audit", headers=organiser.headers, json={})
+    assert early.status_code == 409
+    assert early.json()["error"]["message"] == f"submission {submission_id} has no succeeded evaluation to audit"
+
+    run_evaluation(db, initial)
+    rerun = client.post(f"/api/v1/admin/submissions/{submission_id}/rerun", headers=organiser.headers)
+    assert rerun.status_code == 202 and rerun.json()["kind"] == "rerun" and rerun.json()["state"] == "queued"
+    audit = client.post(
+        f"/api/v1/admin/submissions/{submission_id}/audit", headers=organiser.headers, json={"sample": 1}
+    )
+    assert audit.status_code == 202
+    assert audit.json()["kind"] == "audit" and audit.json()["audit_of"] == initial
+    assert enqueued.calls[1:] == [
+        ("layersched.evaluate", [rerun.json()["id"]], "evaluations"),
+        ("layersched.audit", [audit.json()["id"]], "audits"),
+    ]
+    bad_sample = client.post(
+        f"/api/v1/admin/submissions/{submission_id}/audit", headers=organiser.headers, json={"sample": 0}
+    )
+    assert bad_sample.status_code == 422
+    unknown = client.post(
+        f"/api/v1/admin/submissions/{submission_id}/rerun", headers=organiser.headers, json={"evalset": "nope"}
+    )
+    assert unknown.status_code == 404
+
+    cancelled = client.post(f"/api/v1/admin/submissions/{submission_id}/cancel", headers=organiser.headers)
+    assert cancelled.status_code == 200
+    states = {e["kind"]: e["state"] for e in cancelled.json()["evaluations"]}
+    assert states == {"initial": "succeeded", "rerun": "cancelled", "audit": "cancelled"}
+    assert cancelled.json()["state"] == "cancelled"
+    assert cancelled.json()["error"] == {"category": "cancelled", "message": "cancelled by olga"}
+    again = client.post(f"/api/v1/admin/submissions/{submission_id}/cancel", headers=organiser.headers)
+    assert again.status_code == 409
+
+    detail = client.get(f"/api/v1/admin/evaluations/{initial}", headers=organiser.headers).json()
+    assert detail["score_private"]["overall"] == 0.95 and len(detail["episodes"]) == 2
+    assert detail["episodes"][0]["trace_hash"] == "f" * 64
+
+
+def test_audit_verdict_shown(client: Any, alice: Account, organiser: Account, db: Session) -> None:
+    from layersched.server import storage
+
+    body = submit(client, alice).json()
+    run_evaluation(db, body["evaluations"][0]["id"])
+    audit = client.post(f"/api/v1/admin/submissions/{body['id']}/audit", headers=organiser.headers).json()
+    storage.start_evaluation(
+        session=db,
+        evaluation_id=audit["id"],
+        worker_id="w",
+        total=1,
+        sim_version="1.0.0",
+        image_digest=None,
+        sandbox="process",
+    )
+    storage.finish_evaluation(
+        session=db,
+        evaluation_id=audit["id"],
+        state="succeeded",
+        audit={"verdict": "mismatch", "mismatches": ["lab-5/e0: trace hash differs"]},
+    )
+    shown = client.get(f"/api/v1/submissions/{body['id']}", headers=alice.headers).json()
+    assert shown["state"] == "succeeded"  # an audit does not change the submission's own state
+    assert shown["evaluations"][-1]["audit"] == {"verdict": "mismatch", "mismatches": ["lab-5/e0: trace hash differs"]}
+
+
+def test_disqualify_422(client: Any, alice: Account, organiser: Account) -> None:
+    submission_id = submit(client, alice).json()["id"]
+    response = client.post(
+        f"/api/v1/admin/submissions/{submission_id}/disqualify", headers=organiser.headers, json={"reason": ""}
+    )
+    assert response.status_code == 422
+
+
+def test_reveal_and_audit_log(client: Any, alice: Account, organiser: Account) -> None:
+    submission_id = submit(client, alice).json()["id"]
+    client.post(
+        f"/api/v1/admin/submissions/{submission_id}/disqualify", headers=organiser.headers, json={"reason": "copied"}
+    )
+    revealed = client.post("/api/v1/admin/evalsets/sample/reveal", headers=organiser.headers)
+    assert revealed.status_code == 200 and revealed.json()["revealed"] is True
+    assert client.get("/api/v1/evalsets/current").json()["revealed"] is True
+    client.post("/api/v1/admin/leaderboard/freeze", headers=organiser.headers, json={"frozen": True})
+    client.post("/api/v1/admin/leaderboard/publish", headers=organiser.headers)
+
+    log = client.get("/api/v1/admin/audit-log?limit=4", headers=organiser.headers).json()
+    assert log["count"] >= 4
+    assert [(e["actor"], e["action"], e["target"]) for e in log["data"]] == [
+        ("olga", "publish_private", "leaderboard"),
+        ("olga", "freeze", "leaderboard"),
+        ("olga", "reveal_evalset", "evalset:sample"),
+        ("olga", "disqualify", f"submission:{submission_id}"),
+    ]
+    assert log["data"][3]["detail"] == {"reason": "copied"}
+    assert log["data"][0]["at"]

@@ -1,0 +1,250 @@
+"""The leaderboard and submission pages in a real headless Chromium against a real uvicorn server.
+
+Chromium loads the pages over HTTP; ``--dump-dom`` gives the DOM it built and ``--screenshot`` the pixels it drew,
+which must include the chart's interval marks in their colour.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from layersched.server import storage
+from layersched.server.admin import upgrade_database
+from layersched.server.config import Settings
+from layersched.server.db import make_engine, make_sessionmaker
+
+from .conftest import run_evaluation, score
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+POINT_RGB = (0x1F, 0x5F, 0xA8)  # .score-chart .point in base.html
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _seed(database_url: str) -> dict[str, int]:
+    engine = make_engine(database_url)
+    ids: dict[str, int] = {}
+    with make_sessionmaker(engine)() as session:
+        evalset = storage.register_evalset(
+            session=session,
+            name="sample",
+            commitment="c" * 64,
+            path="hidden_seeds/sample.toml",
+            scenarios=[{"name": "lab-5", "weight": 1.0, "public_episodes": 2}],
+        )
+        for name, value in (("ada", 0.82), ("brian", 0.91), ("chen <script>", 1.07)):
+            user = storage.create_user(session=session, name=name.split()[0], email=f"{name.split()[0]}@x.org")
+            user.name = name  # a hostile display name must come out escaped
+            session.commit()
+            submission, evaluation = storage.create_submission(
+                session=session,
+                owner=user,
+                name=f"{name.split()[0]}'s policy",
+                description="",
+                bundle_sha256="a" * 64,
+                bundle_format="py",
+                bundle_bytes=1,
+                evalset=evalset,
+            )
+            run_evaluation(session, evaluation.id, public=value)
+            ids[name] = submission.id
+        for baseline, value in (("Greedy", 1.0), ("Random", 1.6)):
+            storage.upsert_baseline_result(
+                session=session,
+                evalset_commitment="c" * 64,
+                sim_version="1.0.0",
+                baseline=baseline,
+                score_public=score(value),
+                score_private=score(value),
+            )
+    engine.dispose()
+    return ids
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, int]]]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"headless Chromium is needed at {CHROMIUM} (Debian package 'chromium')")
+    root = tmp_path_factory.mktemp("browser")
+    database_url = f"sqlite:///{root / 'layersched.db'}"
+    upgrade_database(settings=Settings(_env_file=None, database_url=database_url))  # type: ignore[call-arg]
+    ids = _seed(database_url)
+    port = _free_port()
+    env = {
+        **os.environ,
+        "LAYERSCHED_DATABASE_URL": database_url,
+        "LAYERSCHED_BUNDLE_DIR": str(root / "bundles"),
+        "LAYERSCHED_BROKER_URL": "redis://127.0.0.1:6379/15",
+    }
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            "layersched.server.app:create_app",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/v1/leaderboard", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                output = process.stdout.read().decode() if process.stdout else ""
+                pytest.fail(f"uvicorn did not start on port {port}: {output}")
+            time.sleep(0.2)
+        yield base, ids
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout:
+            process.stdout.close()
+
+
+def chromium(tmp_path: Path, *args: str) -> str:
+    profile = tmp_path / "profile"  # fresh user data dir per run
+    result = subprocess.run(
+        [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+def read_png(path: Path) -> np.ndarray:
+    """Decode an 8-bit, non-interlaced RGB(A) PNG (what Chromium writes) into an array of shape (h, w, channels)."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, chunks, header = 8, [], b""
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            chunks.append(body)
+        pos += 12 + length
+    width, height, depth, color, _c, _f, interlace = struct.unpack(">IIBBBBB", header)
+    assert depth == 8 and color in (2, 6) and interlace == 0, (depth, color, interlace)
+    channels = 3 if color == 2 else 4
+    raw = zlib.decompress(b"".join(chunks))
+    stride = width * channels
+    out = np.zeros((height, stride), dtype=np.int32)
+    previous = np.zeros(stride, dtype=np.int32)
+    for y in range(height):
+        start = y * (stride + 1)
+        kind, line = raw[start], np.frombuffer(raw[start + 1 : start + 1 + stride], dtype=np.uint8).astype(np.int32)
+        if kind == 0:
+            row = line
+        elif kind == 2:
+            row = (line + previous) % 256
+        else:  # 1 Sub, 3 Average, 4 Paeth depend on the pixel to the left: decode sequentially
+            row = np.zeros(stride, dtype=np.int32)
+            for i in range(stride):
+                left = row[i - channels] if i >= channels else 0
+                up = previous[i]
+                up_left = previous[i - channels] if i >= channels else 0
+                if kind == 1:
+                    predictor = left
+                elif kind == 3:
+                    predictor = (left + up) // 2
+                else:
+                    p = left + up - up_left
+                    pa, pb, pc = abs(p - left), abs(p - up), abs(p - up_left)
+                    predictor = left if pa <= pb and pa <= pc else (up if pb <= pc else up_left)
+                row[i] = (line[i] + predictor) % 256
+        out[y] = row
+        previous = row
+    return out.reshape(height, width, channels)
+
+
+def test_leaderboard_page(server: tuple[str, dict[str, int]], tmp_path: Path) -> None:
+    base, ids = server
+    dom = chromium(tmp_path, "--dump-dom", f"{base}/")
+    assert "<h2>Public leaderboard</h2>" in dom
+    table = dom[dom.index('<table id="leaderboard">') : dom.index("</table>", dom.index('<table id="leaderboard">'))]
+    assert table.count('<tr class="entry">') == 3 and table.count('<tr class="baseline">') == 2
+    order = [table.index(name) for name in ("ada", "brian", "Greedy", "chen &lt;script&gt;", "Random")]
+    assert order == sorted(order), "rows are sorted by score with baselines among them"
+    assert "<script>" not in dom  # the hostile name is text, not markup; the page has no script at all
+    assert f'href="/submissions/{ids["ada"]}"' in table
+    chart = dom[dom.index('<svg xmlns="http://www.w3.org/2000/svg" class="score-chart"') : dom.index("</svg>")]
+    assert chart.count('<circle class="point"') == 5 and chart.count('<line class="ci"') == 5
+    assert "Greedy = 1" in chart
+    assert '<table id="per-scenario">' in dom
+
+
+def test_chart_is_drawn(server: tuple[str, dict[str, int]], tmp_path: Path) -> None:
+    base, _ids = server
+    shot = tmp_path / "leaderboard.png"
+    chromium(tmp_path, f"--screenshot={shot}", "--window-size=1100,1400", "--hide-scrollbars", f"{base}/")
+    pixels = read_png(shot)
+    assert pixels.shape[0] == 1400 and pixels.shape[1] == 1100
+    rgb = pixels[..., :3]
+    blue = np.all(np.abs(rgb - np.array(POINT_RGB)) <= 8, axis=-1)
+    # Three participant points (r=5, about 78 px each) and their whiskers; baselines are grey.
+    assert blue.sum() > 3 * 60, f"only {blue.sum()} pixels in the chart's colour"
+    rows = np.nonzero(blue.any(axis=1))[0]
+    clusters = np.count_nonzero(np.diff(rows) > 3) + 1
+    assert clusters == 3, f"expected 3 separate chart rows in blue, found {clusters}"
+
+
+def test_submission_page(server: tuple[str, dict[str, int]], tmp_path: Path) -> None:
+    base, ids = server
+    dom = chromium(tmp_path, "--dump-dom", f"{base}/submissions/{ids['brian']}")
+    assert "brian's policy" in dom and 'id="state">succeeded<' in dom and "rank <strong>2</strong>" in dom
+    assert '<svg xmlns="http://www.w3.org/2000/svg" class="score-chart"' in dom
+    assert '<table id="per-scenario">' in dom
+    assert '<table id="evaluations">' not in dom  # details are for the owner and organisers only
+    missing = chromium(tmp_path, "--dump-dom", f"{base}/submissions/999")
+    assert "submission 999 does not exist" in missing

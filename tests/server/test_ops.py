@@ -1,0 +1,94 @@
+"""Operations: health (real Redis), Prometheus metrics, OpenAPI docs, the admin functions of the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from layersched.server import admin
+from layersched.server.app import create_app
+from layersched.server.config import Settings
+from layersched.server.errors import Conflict, NotFound
+from sqlalchemy.orm import Session
+
+from .conftest import Account, TestClient, run_evaluation, submit
+
+
+@pytest.mark.redis
+def test_healthz_ok(client: Any) -> None:
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"database": "ok", "broker": "ok"}
+
+
+def test_healthz_names_the_broker(settings: Settings, enqueued: Any) -> None:
+    down = settings.model_copy(update={"broker_url": "redis://127.0.0.1:1/0"})
+    with TestClient(create_app(down, enqueuer=enqueued)) as client:
+        response = client.get("/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["database"] == "ok" and body["broker"].startswith("error: ")
+
+
+def test_healthz_names_the_database(tmp_path: Path, enqueued: Any) -> None:
+    missing = Settings(  # type: ignore[call-arg]
+        _env_file=None,
+        database_url="postgresql+psycopg://postgres@127.0.0.1:5432/layersched_no_such_database",
+        broker_url="redis://127.0.0.1:1/0",
+    )
+    with TestClient(create_app(missing, enqueuer=enqueued)) as client:
+        response = client.get("/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["database"].startswith("error: OperationalError") and body["broker"].startswith("error: ")
+
+
+@pytest.mark.redis
+def test_metrics(client: Any, alice: Account, db: Session) -> None:
+    body = submit(client, alice).json()
+    run_evaluation(db, body["evaluations"][0]["id"])
+    submit(client, alice)
+    response = client.get("/metrics")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+    text = response.text
+    assert 'layersched_submissions{state="succeeded"} 1.0' in text
+    assert 'layersched_submissions{state="queued"} 1.0' in text
+    assert "layersched_evaluation_duration_seconds_count 1.0" in text
+    assert 'layersched_queue_depth{queue="evaluations"}' in text
+    assert "layersched_broker_up 1.0" in text
+
+
+def test_docs_and_openapi(client: Any) -> None:
+    assert client.get("/docs").status_code == 200
+    spec = client.get("/openapi.json").json()
+    assert "/api/v1/submissions" in spec["paths"] and "/api/v1/admin/audit-log" in spec["paths"]
+
+
+def test_admin_cli_functions(tmp_path: Path) -> None:
+    settings = Settings(_env_file=None, database_url=f"sqlite:///{tmp_path}/cli.db")  # type: ignore[call-arg]
+    admin.upgrade_database(settings=settings)
+    created = admin.add_user(name="olga", email="olga@example.org", role="organiser", settings=settings)
+    assert created.role == "organiser" and created.token.startswith("lst_")
+    token = admin.new_token(name="olga", settings=settings)
+    assert token.user == "olga" and token.token != created.token
+    admin.revoke_token(token_id=token.id, settings=settings)
+    admin.register_evalset(
+        name="sample",
+        commitment="c" * 64,
+        path="hidden_seeds/sample.toml",
+        scenarios=[{"name": "lab", "weight": 1.0, "public_episodes": 3}],
+        settings=settings,
+    )
+    with pytest.raises(Conflict, match="a user with name 'olga' already exists"):
+        admin.add_user(name="olga", email="o2@example.org", settings=settings)
+    with pytest.raises(NotFound, match="user 'nobody' does not exist"):
+        admin.new_token(name="nobody", settings=settings)
+
+    with TestClient(create_app(settings, enqueuer=lambda *a, **k: None)) as client:
+        headers = {"Authorization": f"Bearer {created.token}"}
+        assert client.get("/api/v1/me", headers=headers).json()["role"] == "organiser"
+        revoked = {"Authorization": f"Bearer {token.token}"}
+        assert client.get("/api/v1/me", headers=revoked).status_code == 401
+        log = client.get("/api/v1/admin/audit-log", headers=headers).json()["data"]
+        assert [e["action"] for e in log][:2] == ["register_evalset", "revoke_token"]

@@ -1,0 +1,198 @@
+"""Unit tests of the wire format and of the pure pieces of the harness (no sandbox started)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import time
+
+import numpy as np
+import pytest
+from layersched.sim.catalog import load_catalog
+from layersched.sim.scenario import CloudNode, Scenario
+from layersched.sim.workload import NodeSpec
+from layersched.worker import protocol
+from layersched.worker.harness import (
+    Capture,
+    action_message,
+    nodes_from_wire,
+    nodes_to_wire,
+    scenario_from_wire,
+    scenario_to_wire,
+)
+from layersched.worker.limits import SandboxLimits
+
+
+def frame(payload: bytes) -> bytes:
+    return struct.pack(">I", len(payload)) + payload
+
+
+@pytest.fixture
+def pair():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    yield a, b
+    a.close()
+    b.close()
+
+
+def test_round_trip(pair):
+    a, b = pair
+    message = {"type": "task", "step": 3, "task": [1.5, 2, 30.25], "note": "é"}
+    protocol.send(a, message)
+    assert protocol.recv(b, max_size=1000, deadline=time.monotonic() + 1) == message
+
+
+def test_encode_is_a_length_prefixed_json_object():
+    data = protocol.encode({"type": "ping"})
+    assert data == b'\x00\x00\x00\x0f{"type":"ping"}'
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (b"\xff\xfe", "frame is not valid UTF-8"),
+        (b"{not json", "frame is not valid JSON"),
+        (b'{"type": "action", "action": NaN}', "non-finite number NaN is not allowed"),
+        (b'{"type": "action", "action": Infinity}', "non-finite number Infinity is not allowed"),
+        (b'{"type": "action", "step": 1, "step": 2}', "duplicate key 'step'"),
+        (b"[1, 2]", "frame must be a JSON object, got list"),
+        (b'{"step": 1}', "frame has no string 'type'"),
+        (b'{"type": 7}', "frame has no string 'type'"),
+    ],
+    ids=["utf8", "json", "nan", "infinity", "duplicate", "list", "no-type", "type-int"],
+)
+def test_decode_is_strict(payload, message):
+    with pytest.raises(protocol.ProtocolError, match=message):
+        protocol.decode(payload)
+
+
+def test_oversized_frame_is_rejected_from_its_header(pair):
+    a, b = pair
+    a.sendall(struct.pack(">I", 2**32 - 1))  # header only: the body is never read
+    with pytest.raises(protocol.ProtocolError) as info:
+        protocol.recv(b, max_size=4096, deadline=time.monotonic() + 1)
+    assert str(info.value) == "frame announces 4294967295 bytes, more than the maximum of 4096 bytes"
+
+
+def test_encode_refuses_frames_over_the_maximum():
+    with pytest.raises(protocol.ProtocolError, match=r"exceeds the maximum of 10 bytes"):
+        protocol.encode({"type": "x", "pad": "y" * 20}, max_size=10)
+
+
+def test_encode_refuses_nan():
+    with pytest.raises(ValueError, match="Out of range float values"):
+        protocol.encode({"type": "x", "value": float("nan")})
+
+
+def test_timeout_and_partial_frames(pair):
+    a, b = pair
+    with pytest.raises(protocol.ChannelTimeout, match=r"0 of 4 bytes received"):
+        protocol.recv(b, max_size=100, deadline=time.monotonic() + 0.05)
+    a.sendall(frame(b'{"type":"ping"}')[:7])
+    with pytest.raises(protocol.ChannelTimeout, match=r"3 of 15 bytes received"):
+        protocol.recv(b, max_size=100, deadline=time.monotonic() + 0.05)
+
+
+def test_partial_frame_then_close(pair):
+    a, b = pair
+    a.sendall(frame(b'{"type":"ping"}')[:7])
+    a.close()
+    with pytest.raises(protocol.ChannelClosed, match=r"connection closed after 3 of 15 bytes"):
+        protocol.recv(b, max_size=100, deadline=time.monotonic() + 1)
+
+
+def test_closed_before_any_byte(pair):
+    a, b = pair
+    a.close()
+    with pytest.raises(protocol.ChannelClosed, match=r"connection closed after 0 of 4 bytes"):
+        protocol.recv(b, max_size=100)
+
+
+@pytest.mark.parametrize(
+    ("message", "error"),
+    [
+        ({"type": "error", "step": 1}, "expected a 'action' frame, got 'error'"),
+        ({"type": "action", "step": 1}, r"'action' frame has wrong fields \(missing \['action'\], unexpected \[\]\)"),
+        ({"type": "action", "step": 1, "action": 2, "x": 0},
+         r"'action' frame has wrong fields \(missing \[\], unexpected \['x'\]\)"),
+        ({"type": "action", "step": 1, "action": True}, "'action' frame field 'action' must be int, got True"),
+        ({"type": "action", "step": 1, "action": 2.0}, "'action' frame field 'action' must be int, got 2.0"),
+        ({"type": "action", "step": "1", "action": 2}, "'action' frame field 'step' must be int, got '1'"),
+    ],
+    ids=["kind", "missing", "extra", "bool", "float", "step-str"],
+)
+def test_expect(message, error):
+    with pytest.raises(protocol.ProtocolError, match=error):
+        protocol.expect(message, "action", {"step": int, "action": int})
+
+
+def test_expect_accepts_exact_frames():
+    message = {"type": "action", "step": 1, "action": 2}
+    assert protocol.expect(message, "action", {"step": int, "action": int}) is message
+
+
+class _BadRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("no")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (3, {"type": "action", "step": 4, "action": 3}),
+        (np.int64(3), {"type": "action", "step": 4, "action": 3}),
+        (-1, {"type": "action", "step": 4, "action": -1}),
+        (True, {"type": "bad_action", "step": 4, "value": "True", "value_type": "bool"}),
+        (2.0, {"type": "bad_action", "step": 4, "value": "2.0", "value_type": "float"}),
+        (None, {"type": "bad_action", "step": 4, "value": "None", "value_type": "NoneType"}),
+        ("1", {"type": "bad_action", "step": 4, "value": "'1'", "value_type": "str"}),
+        (2**70, {"type": "bad_action", "step": 4, "value": "an integer of 71 bits", "value_type": "int"}),
+        (_BadRepr(), {"type": "bad_action", "step": 4, "value": "<unrepresentable>", "value_type": "_BadRepr"}),
+    ],
+    ids=["int", "numpy-int", "negative", "bool", "float", "none", "str", "huge", "bad-repr"],
+)
+def test_action_message(value, expected):
+    message = action_message(4, value)
+    assert message == expected
+    protocol.encode(message)  # always encodable
+
+
+def test_capture_keeps_the_head_and_counts_the_rest():
+    capture = Capture(10)
+    capture.add(b"0123456")
+    capture.add(b"789abcdef")
+    assert bytes(capture.data) == b"0123456789"
+    assert capture.dropped == 6
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [Scenario(n_tasks=10), Scenario(n_tasks=10, cloud=CloudNode(), arrival_rate=0.5),
+     Scenario(n_tasks=10, catalog=load_catalog("hub-top70-2023-07"), nodes=Scenario().nodes.__class__(
+         storage_gb=(20.0, 40.0)))],
+    ids=["lab", "cloud", "hub"],
+)
+def test_scenario_survives_the_wire(scenario):
+    message = json.loads(protocol.encode(scenario_to_wire("s", scenario))[4:])
+    assert scenario_from_wire(message).content_hash == scenario.content_hash
+
+
+def test_nodes_survive_the_wire_with_an_infinite_cloud():
+    specs = [NodeSpec(8.5, 1.1, 9000.0, 4), NodeSpec(12.5, 2.0, float("inf"), 1, is_cloud=True)]
+    rows = json.loads(protocol.encode({"type": "x", "nodes": nodes_to_wire(specs)})[4:])["nodes"]
+    assert nodes_from_wire(rows) == specs
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("decision_seconds", 0, "SandboxLimits.decision_seconds must be positive, got 0"),
+        ("memory_bytes", 1.5, "SandboxLimits.memory_bytes must be a positive int, got 1.5"),
+        ("pids", True, "SandboxLimits.pids must be a positive int, got True"),
+    ],
+    ids=["deadline", "memory-float", "pids-bool"],
+)
+def test_limits_are_validated(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        SandboxLimits(**{field: value})

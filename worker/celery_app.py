@@ -1,0 +1,43 @@
+"""The Celery application of the workers, configured from the one ``Settings`` object.
+
+Reliability settings, and why:
+
+* ``task_acks_late`` + ``task_reject_on_worker_lost``: a message is acknowledged only after the evaluation ended, so
+  a worker killed mid-evaluation leaves it with the broker, which hands it to another worker.
+* ``visibility_timeout`` (Redis) longer than the longest evaluation: otherwise Redis would redeliver a message
+  that is still being worked on. A worker that dies is noticed sooner by the reconciler (heartbeats), not by this.
+* ``worker_prefetch_multiplier = 1``: each worker process holds one evaluation at a time; the others stay in the
+  queue for idle workers.
+* Separate queues: ``evaluations`` for students' work and ``audits`` for organisers', so an audit never delays them.
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from layersched.server.config import Settings, get_settings
+from layersched.server.queue import AUDIT_TASK, AUDITS_QUEUE, EVALUATE_TASK, EVALUATIONS_QUEUE
+
+
+def make_celery(settings: Settings) -> Celery:
+    app = Celery("layersched", broker=settings.broker_url, set_as_current=True)
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_ignore_result=True,
+        task_serializer="json",
+        accept_content=["json"],
+        task_routes={EVALUATE_TASK: {"queue": EVALUATIONS_QUEUE}, AUDIT_TASK: {"queue": AUDITS_QUEUE}},
+        task_time_limit=settings.task_time_limit_s,
+        task_soft_time_limit=settings.task_time_limit_s - 30,
+        broker_transport_options={"visibility_timeout": settings.visibility_timeout_s},
+        broker_connection_retry_on_startup=True,
+        worker_hijack_root_logger=False,
+        worker_send_task_events=False,
+    )
+    app.autodiscover_tasks(["layersched.worker"], related_name="tasks", force=True)
+    return app
+
+
+app = make_celery(get_settings())

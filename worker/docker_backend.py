@@ -1,0 +1,213 @@
+"""Production sandbox: one locked-down container per evaluation, kept alive for all of its episodes.
+
+The container has no network, a read-only root, a non-root user, no capabilities, ``no-new-privileges``, the
+default seccomp profile, a pids limit, memory = memory+swap (no swap), a CPU quota, a small size-limited ``/tmp``
+tmpfs and no logging driver. From the host it sees only the bundle (read-only) and the directory holding the
+channel's Unix socket. Its environment holds no secrets, only settings that make runs reproducible.
+
+Every container carries labels naming the worker that started it; ``sweep_orphans`` (run once per worker process,
+on the first sandbox) removes the containers of workers that are gone, so a killed worker leaks nothing for long.
+The harness also exits by itself when the worker's end of the channel closes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import docker
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.types import LogConfig, Mount
+from layersched.worker.limits import SandboxLimits
+
+log = logging.getLogger(__name__)
+
+DEFAULT_IMAGE = "layersched-sandbox:latest"
+LABEL = "layersched.sandbox"
+WORKER_LABEL = "layersched.worker"
+SANDBOX_UID = "10001:10001"
+BUNDLE_MOUNT = "/bundle"
+CHANNEL_MOUNT = "/run/layersched"
+# Containers older than this are removed by the sweep whoever started them: no evaluation lasts this long.
+ORPHAN_MAX_AGE_SECONDS = 6 * 3600
+
+_swept = False
+_sweep_lock = threading.Lock()
+
+
+def _process_start_ticks(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]  # field 22: start time since boot, in clock ticks
+    except (OSError, IndexError):
+        return None
+
+
+def worker_identity() -> str:
+    """``host:pid:start-ticks``: names this worker process uniquely, even across pid reuse."""
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}:{_process_start_ticks(pid)}"
+
+
+def _is_orphan(labels: dict[str, str], created: float, now: float) -> bool:
+    if now - created > ORPHAN_MAX_AGE_SECONDS:
+        return True
+    host, _, rest = labels.get(WORKER_LABEL, "").partition(":")
+    pid_text, _, ticks = rest.partition(":")
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False  # another machine's worker sharing this engine: only the age rule applies
+    return _process_start_ticks(int(pid_text)) != ticks
+
+
+def sweep_orphans(client: docker.DockerClient | None = None) -> int:
+    """Remove sandbox containers whose worker is gone (or that are too old); returns how many were removed.
+
+    Call it when a worker starts (``DockerBackend`` also runs it once per process, on its first sandbox).
+    """
+    client = client if client is not None else docker.from_env()
+    removed: list[str] = []
+    now = time.time()
+    for container in client.containers.list(all=True, filters={"label": LABEL}):
+        attrs = container.attrs
+        created = _parse_created(attrs.get("Created", ""))
+        if _is_orphan(container.labels, created, now):
+            with contextlib.suppress(NotFound, APIError):
+                container.remove(force=True)
+                removed.append(container.id)
+    if removed:
+        log.warning("removed %d orphaned sandbox container(s): %s", len(removed), ", ".join(c[:12] for c in removed))
+    return len(removed)
+
+
+def _parse_created(text: str) -> float:
+    # Docker reports RFC 3339 with nanoseconds: 2026-11-29T10:00:00.123456789Z
+    from datetime import datetime, timezone
+
+    try:
+        base = text.split(".")[0].rstrip("Z")
+        return datetime.strptime(base, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return time.time()
+
+
+class DockerBackend:
+    """The harness in a container of the sandbox image."""
+
+    name: Literal["docker"] = "docker"
+
+    def __init__(self, limits: SandboxLimits, *, image: str | None = None,
+                 client: docker.DockerClient | None = None) -> None:
+        global _swept
+        self.limits = limits
+        self.image = image or DEFAULT_IMAGE
+        self.image_digest = ""
+        self.container: Any = None
+        self._error: Exception | None = None
+        try:
+            self.client = client if client is not None else docker.from_env()
+            self.image_digest = self.client.images.get(self.image).id
+            with _sweep_lock:
+                if not _swept:
+                    sweep_orphans(self.client)
+                    _swept = True
+        except ImageNotFound:
+            self._error = RuntimeError(
+                f"sandbox image {self.image!r} not found; build it with worker/sandbox/build_image.sh"
+            )
+        except DockerException as exc:
+            self._error = RuntimeError(f"Docker engine unavailable: {exc}")
+
+    def start(self, run_dir: Path, bundle_dir: Path) -> None:
+        from layersched.worker.runner import CHANNEL_DIR, SOCKET_NAME
+
+        if self._error is not None:
+            raise self._error
+        lim = self.limits
+        self.container = self.client.containers.run(
+            self.image,
+            command=[
+                "python3", "-m", "layersched.worker.harness", "--socket", f"{CHANNEL_MOUNT}/{SOCKET_NAME}",
+                "--bundle", BUNDLE_MOUNT, "--output-bytes", str(lim.output_bytes),
+            ],
+            detach=True,
+            init=True,  # docker-init as PID 1 reaps whatever the policy leaves behind
+            user=SANDBOX_UID,
+            working_dir="/tmp",
+            network_mode="none",
+            read_only=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            pids_limit=lim.pids,
+            mem_limit=lim.memory_bytes,
+            memswap_limit=lim.memory_bytes,
+            nano_cpus=int(lim.cpus * 1e9),
+            tmpfs={"/tmp": f"rw,nosuid,nodev,noexec,size={lim.tmp_bytes},mode=1777"},
+            log_config=LogConfig(type="none"),
+            mounts=[
+                Mount(BUNDLE_MOUNT, str(bundle_dir), type="bind", read_only=True),
+                Mount(CHANNEL_MOUNT, str(run_dir / CHANNEL_DIR), type="bind", read_only=True),
+            ],
+            environment={
+                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1",
+                "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "HOME": "/tmp", "LANG": "C.UTF-8",
+            },
+            labels={LABEL: "1", WORKER_LABEL: worker_identity()},
+        )
+
+    def _state(self) -> dict[str, Any]:
+        if self.container is None:
+            return {}
+        try:
+            self.container.reload()
+        except (NotFound, APIError):
+            return {}
+        return dict(self.container.attrs.get("State", {}))
+
+    def alive(self) -> bool:
+        return self._state().get("Status") == "running"
+
+    def oom_kills(self) -> int | None:
+        """OOM kills in the container's memory cgroup, read on the host (cgroup v1 or v2); None if not readable."""
+        if self.container is None:
+            return None
+        cid = self.container.id
+        for path, key in (
+            (f"/sys/fs/cgroup/memory/docker/{cid}/memory.oom_control", "oom_kill"),
+            (f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/memory.events", "oom_kill"),
+            (f"/sys/fs/cgroup/docker/{cid}/memory.events", "oom_kill"),
+        ):
+            try:
+                with open(path) as f:
+                    for line in f:
+                        name, _, value = line.partition(" ")
+                        if name == key:
+                            return int(value)
+            except (OSError, ValueError):
+                continue
+        state = self._state()
+        return 1 if state.get("OOMKilled") else None
+
+    def describe_exit(self) -> str:
+        state = self._state()
+        if not state:
+            return "container gone"
+        if state.get("Status") == "running":
+            return "container running"
+        parts = [f"container {state.get('Status')}", f"exit code {state.get('ExitCode')}"]
+        if state.get("OOMKilled"):
+            parts.append("OOM-killed")
+        if state.get("Error"):
+            parts.append(str(state["Error"]))
+        return ", ".join(parts)
+
+    def close(self) -> None:
+        if self.container is not None:
+            with contextlib.suppress(NotFound, APIError):
+                self.container.remove(force=True)
+            self.container = None

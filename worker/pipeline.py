@@ -1,0 +1,313 @@
+"""One evaluation, start to finish: the plain functions behind the Celery tasks.
+
+``run_evaluation`` takes an evaluation id, re-reads everything from the database (the source of truth), runs the
+episodes that are not recorded yet in one sandbox, writes each episode's result as soon as it is known (an upsert,
+so a redelivered task never duplicates a row), and ends the evaluation with its scores or with a reason.
+
+A worker killed half-way leaves a ``running`` evaluation with some episodes written; the reconciler
+(``layersched.worker.reconcile``) puts it back in the queue and the next worker resumes where it stopped. Because the
+policy's rng and every global seed are derived from (bundle, scenario, episode), a resumed evaluation produces
+exactly the actions an uninterrupted one would have.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from layersched.server import storage
+from layersched.server.bundles import bundle_path, unpack_bundle
+from layersched.server.config import Settings
+from layersched.server.models import Evaluation, EvalSet as EvalSetRow, EpisodeResult
+from layersched.sim.episodes import policy_seed
+from layersched.sim.errors import SimError
+from layersched.sim.evalset import EvalJob, EvalSet, load_evalset, score_baselines
+from layersched.sim.scoring import ScenarioEpisodes, bootstrap_interval, pair_episodes, score
+from layersched.sim.version import SIM_VERSION
+from layersched.worker.limits import SandboxLimits
+from layersched.worker.runner import EpisodeJob, EpisodeOutcome, SandboxError, SandboxSession, open_sandbox
+
+log = logging.getLogger(__name__)
+
+INFRASTRUCTURE_STATUS = "infrastructure_error"
+
+OpenSandbox = Callable[..., SandboxSession]
+
+
+class RetryableError(Exception):
+    """The service failed in a way another attempt may not (engine down, bundle store unreadable)."""
+
+
+@dataclass(frozen=True)
+class EvaluationReport:
+    """What ``run_evaluation`` did, for logs and tests."""
+
+    evaluation_id: int
+    state: str
+    episodes_run: int
+    message: str = ""
+
+
+def choose_backend(settings: Settings) -> str:
+    """``docker`` when configured or when an engine answers (``auto``), else the weaker ``process`` sandbox."""
+    if settings.sandbox_backend != "auto":
+        return settings.sandbox_backend
+    try:
+        import docker  # noqa: PLC0415 - the docker SDK is only needed on workers
+
+        client = docker.from_env(timeout=5)
+        try:
+            client.ping()
+            client.images.get(settings.sandbox_image)
+        finally:
+            client.close()
+        return "docker"
+    except Exception as exc:  # any failure to reach the engine or find the image means: no docker here
+        log.warning(
+            "no usable Docker engine or sandbox image (%s): using the PROCESS sandbox, which is weaker; it refuses "
+            "hidden evaluation sets unless LAYERSCHED_ALLOW_PROCESS_FOR_HIDDEN=true",
+            exc,
+        )
+        return "process"
+
+
+def sandbox_limits(settings: Settings) -> SandboxLimits:
+    return SandboxLimits(
+        decision_seconds=settings.decision_seconds,
+        episode_seconds=settings.episode_seconds,
+        submission_seconds=settings.submission_seconds,
+        memory_bytes=settings.sandbox_memory_mb * 1024 * 1024,
+        bundle_bytes=settings.max_bundle_bytes,
+        bundle_files=settings.max_files,
+    )
+
+
+def load_registered_evalset(session: Session, evaluation: Evaluation) -> EvalSet:
+    """The evaluation set of ``evaluation``, checked against the commitment recorded when it was queued."""
+    row = session.query(EvalSetRow).filter_by(name=evaluation.evalset_name).one_or_none()
+    if row is None:
+        raise RetryableError(f"evaluation set {evaluation.evalset_name!r} is not registered")
+    try:
+        evalset = load_evalset(row.path)
+    except SimError as exc:
+        raise RetryableError(f"evaluation set {evaluation.evalset_name!r} cannot be loaded: {exc}") from exc
+    if evalset.commitment != evaluation.evalset_commitment:
+        raise RetryableError(
+            f"evaluation set {evaluation.evalset_name!r} at {row.path} has commitment {evalset.commitment}, "
+            f"but the evaluation was queued against {evaluation.evalset_commitment}: the file changed"
+        )
+    return evalset
+
+
+def select_jobs(session: Session, evaluation: Evaluation, evalset: EvalSet) -> list[EvalJob]:
+    """Every episode for initial runs and reruns; for audits, the audited episodes or a seeded sample of them."""
+    jobs = evalset.jobs()
+    if evaluation.kind != "audit" or evaluation.audit_of_id is None:
+        return jobs
+    audited = {
+        (r.scenario, r.episode_id)
+        for r in session.query(EpisodeResult).filter_by(evaluation_id=evaluation.audit_of_id)
+    }
+    jobs = [j for j in jobs if (j.scenario_name, j.episode.id) in audited]
+    if evaluation.audit_sample and evaluation.audit_sample < len(jobs):
+        # Seeded by the audit's id: the sample is reproducible, and the participant cannot know it in advance.
+        jobs = sorted(random.Random(evaluation.id).sample(jobs, evaluation.audit_sample), key=jobs.index)
+    return jobs
+
+
+def _job_for(evaluation: Evaluation, job: EvalJob) -> EpisodeJob:
+    seed = policy_seed(evaluation.submission.bundle_sha256, job.scenario.content_hash, job.episode.id)
+    return EpisodeJob(job.scenario_name, job.scenario, job.episode, seed)
+
+
+def _record(session: Session, evaluation_id: int, job: EvalJob, outcome: EpisodeOutcome) -> None:
+    metrics = outcome.metrics
+    storage.record_episode_result(
+        session=session,
+        evaluation_id=evaluation_id,
+        scenario=job.scenario_name,
+        episode_id=job.episode.id,
+        split=job.episode.split,
+        hidden=job.episode.hidden,
+        status=outcome.status,
+        message=outcome.message,
+        mean_completion=metrics.mean_completion if metrics else None,
+        p95_completion=metrics.p95_completion if metrics else None,
+        cloud_share=metrics.cloud_share if metrics else None,
+        trace_hash=outcome.trace_hash,
+        n_actions=outcome.n_actions,
+        stdout=outcome.stdout,
+        stderr=outcome.stderr,
+    )
+
+
+def split_score(
+    evalset: EvalSet, means: dict[tuple[str, str], float], greedy: dict[tuple[str, str], float], split: str
+) -> dict[str, Any] | None:
+    """Score of one leaderboard split with its 95% bootstrap interval, or None if the split has no episodes.
+
+    ``means`` and ``greedy`` map (scenario, episode id) to the episode's mean completion time.
+    """
+    keys = {(job.scenario_name, job.episode.id) for job in evalset.jobs(split)}  # type: ignore[arg-type]
+    if not keys:
+        return None
+    # pair_episodes refuses a policy result missing for any of these episodes, instead of scoring on fewer.
+    policy = {k: v for k, v in means.items() if k in keys}
+    reference = {k: greedy[k] for k in keys}
+    scenarios: list[ScenarioEpisodes] = pair_episodes(evalset.weights, policy, reference)
+    result = score(scenarios)
+    low, high = bootstrap_interval(scenarios)
+    return {"overall": result.overall, "ci_low": low, "ci_high": high, "per_scenario": result.ratios}
+
+
+def greedy_reference(evalset: EvalSet, cache_dir: Path) -> dict[tuple[str, str], float]:
+    """Greedy's mean completion time on every episode of the set (computed once per set and simulator version)."""
+    records = score_baselines(evalset, cache_dir)["Greedy"]
+    return {(r.scenario, r.episode): r.mean_completion for r in records}
+
+
+def compare_audit(original: Sequence[EpisodeResult], rerun: Sequence[EpisodeResult], original_eval: Evaluation,
+                  audit_eval: Evaluation) -> dict[str, Any]:
+    """Compare an audit's episodes with the audited ones: trace hashes, metrics, simulator version, image digest."""
+    mismatches: list[str] = []
+    if original_eval.sim_version != audit_eval.sim_version:
+        mismatches.append(f"simulator version {original_eval.sim_version} -> {audit_eval.sim_version}")
+    if original_eval.image_digest != audit_eval.image_digest:
+        mismatches.append(f"sandbox image {original_eval.image_digest} -> {audit_eval.image_digest}")
+    before = {(r.scenario, r.episode_id): r for r in original}
+    for row in rerun:
+        old = before.get((row.scenario, row.episode_id))
+        where = f"{row.scenario}/{row.episode_id}"
+        if old is None:
+            mismatches.append(f"{where}: not in the audited evaluation")
+            continue
+        if old.status != row.status:
+            mismatches.append(f"{where}: status {old.status} -> {row.status}")
+        if old.trace_hash != row.trace_hash:
+            mismatches.append(f"{where}: action trace {old.trace_hash} -> {row.trace_hash}")
+        for field in ("mean_completion", "p95_completion", "cloud_share", "n_actions"):
+            if getattr(old, field) != getattr(row, field):
+                mismatches.append(f"{where}: {field} {getattr(old, field)!r} -> {getattr(row, field)!r}")
+    return {"verdict": "mismatch" if mismatches else "match", "mismatches": mismatches, "episodes": len(rerun)}
+
+
+def run_evaluation(
+    evaluation_id: int,
+    *,
+    settings: Settings,
+    sessions: sessionmaker[Session],
+    worker_id: str,
+    open_sandbox_fn: OpenSandbox = open_sandbox,
+) -> EvaluationReport:
+    """Run (or resume) one evaluation. Raises ``RetryableError`` for failures of the service worth another attempt."""
+    with sessions() as session:
+        evaluation = session.get(Evaluation, evaluation_id)
+        if evaluation is None or evaluation.state in ("succeeded", "failed", "cancelled"):
+            return EvaluationReport(evaluation_id, evaluation.state if evaluation else "missing", 0, "nothing to do")
+        evalset = load_registered_evalset(session, evaluation)
+        jobs = select_jobs(session, evaluation, evalset)
+        backend = choose_backend(settings)
+        if evalset.hidden and backend == "process" and not settings.allow_process_for_hidden:
+            raise RetryableError(
+                f"evaluation set {evalset.name!r} is hidden and no Docker sandbox is available; the process sandbox "
+                "is refused for hidden sets (set LAYERSCHED_ALLOW_PROCESS_FOR_HIDDEN=true to allow it)"
+            )
+        submission = evaluation.submission
+        stored = bundle_path(settings.bundle_dir, submission.bundle_sha256)
+        if not stored.is_file():
+            raise RetryableError(f"bundle {submission.bundle_sha256} of submission {submission.id} is not in the store")
+        with tempfile.TemporaryDirectory(prefix=f"layersched-eval-{evaluation_id}-") as tmp:
+            entry = unpack_bundle(
+                stored,
+                fmt=submission.bundle_format,  # type: ignore[arg-type]
+                dest=Path(tmp) / "bundle",
+                max_files=settings.max_files,
+                max_unpacked_bytes=settings.max_unpacked_bytes,
+            )
+            try:
+                sandbox = open_sandbox_fn(
+                    entry.parent,
+                    backend=backend,
+                    limits=sandbox_limits(settings),
+                    allow_process_for_hidden=settings.allow_process_for_hidden,
+                    image=settings.sandbox_image if backend == "docker" else None,
+                )
+            except SandboxError as exc:
+                storage.finish_evaluation(session=session, evaluation_id=evaluation_id, state="failed",
+                                          error_category="invalid_bundle", error_message=str(exc))
+                return EvaluationReport(evaluation_id, "failed", 0, str(exc))
+            with sandbox:
+                return _play(session, evaluation_id, jobs, evalset, sandbox, settings, worker_id)
+
+
+def _play(
+    session: Session,
+    evaluation_id: int,
+    jobs: list[EvalJob],
+    evalset: EvalSet,
+    sandbox: SandboxSession,
+    settings: Settings,
+    worker_id: str,
+) -> EvaluationReport:
+    started = storage.start_evaluation(
+        session=session,
+        evaluation_id=evaluation_id,
+        worker_id=worker_id,
+        total=len(jobs),
+        sim_version=SIM_VERSION,
+        image_digest=sandbox.image_digest,
+        sandbox=sandbox.backend,
+    )
+    if started is None:
+        return EvaluationReport(evaluation_id, "skipped", 0, "cancelled or finished meanwhile")
+    evaluation = started
+    done = storage.recorded_episodes(session=session, evaluation_id=evaluation_id)
+    ran = 0
+    for job in jobs:
+        if (job.scenario_name, job.episode.id) in done:
+            continue
+        if not storage.heartbeat(session=session, evaluation_id=evaluation_id, worker_id=worker_id):
+            return EvaluationReport(evaluation_id, "stopped", ran, "cancelled or taken over by another worker")
+        outcome = sandbox.run_episode(_job_for(evaluation, job))
+        ran += 1
+        if outcome.status == INFRASTRUCTURE_STATUS:
+            # Not recorded: the episode did not really run, and the next attempt must run it.
+            raise RetryableError(f"{job.scenario_name}/{job.episode.id}: {outcome.message}")
+        _record(session, evaluation_id, job, outcome)
+        if outcome.status != "ok":
+            message = f"scenario {job.scenario_name!r} episode {job.episode.id!r}: {outcome.message}"
+            storage.finish_evaluation(session=session, evaluation_id=evaluation_id, state="failed",
+                                      error_category=outcome.status, error_message=message)
+            return EvaluationReport(evaluation_id, "failed", ran, message)
+    return _conclude(session, evaluation_id, evalset, settings, ran)
+
+
+def _conclude(session: Session, evaluation_id: int, evalset: EvalSet, settings: Settings, ran: int) -> EvaluationReport:
+    evaluation = session.get(Evaluation, evaluation_id)
+    assert evaluation is not None
+    session.refresh(evaluation)
+    rows = list(session.query(EpisodeResult).filter_by(evaluation_id=evaluation_id))
+    if evaluation.kind == "audit" and evaluation.audit_of_id is not None:
+        original_eval = session.get(Evaluation, evaluation.audit_of_id)
+        assert original_eval is not None
+        original = list(session.query(EpisodeResult).filter_by(evaluation_id=original_eval.id))
+        verdict = compare_audit(original, rows, original_eval, evaluation)
+        storage.finish_evaluation(session=session, evaluation_id=evaluation_id, state="succeeded", audit=verdict)
+        return EvaluationReport(evaluation_id, "succeeded", ran, verdict["verdict"])
+    greedy = greedy_reference(evalset, settings.baseline_cache_dir)
+    means = {(r.scenario, r.episode_id): r.mean_completion for r in rows if r.mean_completion is not None}
+    storage.finish_evaluation(
+        session=session,
+        evaluation_id=evaluation_id,
+        state="succeeded",
+        score_public=split_score(evalset, means, greedy, "public"),
+        score_private=split_score(evalset, means, greedy, "private"),
+    )
+    return EvaluationReport(evaluation_id, "succeeded", ran)

@@ -1,0 +1,672 @@
+"""The trusted side of a sandboxed evaluation: the authoritative simulator drives an untrusted policy step by step.
+
+::
+
+    with open_sandbox(bundle_dir, backend="docker", limits=SandboxLimits()) as session:
+        outcome = session.run_episode(EpisodeJob("lab", scenario, episode, policy_seed(...)))
+
+One sandbox (container or process) serves all episodes of a session; the policy is imported once and each episode
+runs in a process forked from that state. Per decision the worker sends the current task and reads one reply; the
+reply is parsed strictly and the action checked against the authoritative ``ClusterEnv`` with ``check_action``.
+There is no fallback action: the first bad reply ends the episode with a status and a message naming the step and
+the offending value. Scores come only from this side's simulator.
+
+Statuses: ``ok``, ``invalid_action``, ``protocol_error``, ``timeout``, ``memory_exceeded``, ``crash``,
+``import_error`` (participant's fault) and ``infrastructure_error`` (the service's fault: never counted against a
+participant's quota).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import hashlib
+import logging
+import select
+import shutil
+import signal
+import socket
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Protocol
+
+from layersched.sim.env import ClusterEnv
+from layersched.sim.episode import EpisodeMetrics, check_action, episode_metrics, trace_hash
+from layersched.sim.episodes import EpisodeSpec
+from layersched.sim.errors import PolicyError
+from layersched.sim.scenario import Scenario
+from layersched.sim.version import SIM_VERSION
+from layersched.sim.workload import draw_episode
+from layersched.worker import protocol
+from layersched.worker.harness import nodes_to_wire, scenario_to_wire, task_to_wire
+from layersched.worker.limits import SandboxLimits
+
+log = logging.getLogger(__name__)
+
+Status = Literal[
+    "ok", "invalid_action", "protocol_error", "timeout", "memory_exceeded", "crash", "import_error",
+    "infrastructure_error",
+]
+BackendName = Literal["docker", "process"]
+CHANNEL_DIR = "chan"
+# How long an episode process that was told to end gets to exit (and flush its output) before it is killed.
+END_GRACE_SECONDS = 1.0
+SOCKET_NAME = "chan.sock"
+
+
+class SandboxError(Exception):
+    """The sandbox cannot be used as asked (bad bundle, refused episode, unknown backend)."""
+
+
+class BundleError(SandboxError):
+    """A submission bundle breaks the bundle rules (layout, size, file count, links)."""
+
+
+class HiddenEpisodeRefused(SandboxError):
+    """A hidden (keyed) episode was sent to the process backend without the organiser's explicit permission."""
+
+
+@dataclass(frozen=True)
+class EpisodeJob:
+    """One episode to evaluate: the scenario (by name and value), the episode, and the policy's seed."""
+
+    scenario_name: str
+    scenario: Scenario
+    episode: EpisodeSpec
+    policy_seed: int
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """How one episode ended. ``metrics`` only for ``ok``; ``trace_hash`` covers the ``n_actions`` accepted actions."""
+
+    scenario_name: str
+    episode_id: str
+    status: Status
+    message: str
+    metrics: EpisodeMetrics | None
+    trace_hash: str
+    n_actions: int
+    stdout: str = ""
+    stderr: str = ""
+    stdout_dropped: int = 0
+    stderr_dropped: int = 0
+
+
+class Backend(Protocol):
+    """What a sandbox backend does: start the harness against a run directory, report on it, and remove it."""
+
+    name: BackendName
+    image_digest: str
+
+    def start(self, run_dir: Path, bundle_dir: Path) -> None: ...
+
+    def alive(self) -> bool: ...
+
+    def oom_kills(self) -> int | None: ...
+
+    def describe_exit(self) -> str: ...
+
+    def close(self) -> None: ...
+
+
+# ---------------------------------------------------------------------------------------------- bundle
+
+
+def stage_bundle(source: Path, run_dir: Path, limits: SandboxLimits) -> tuple[Path, str]:
+    """Check a bundle (a ``.py`` file or a directory with ``policy.py``) and copy it into ``run_dir/bundle``.
+
+    Returns the staged directory and the bundle's SHA-256 (over sorted relative paths and file contents), which
+    identifies the submission in results and seeds the policy's rng. Raises ``BundleError`` naming the problem.
+    """
+    source = Path(source)
+    files: list[tuple[str, Path]] = []
+    if source.is_file():
+        if source.suffix != ".py":
+            raise BundleError(f"a single-file bundle must be a .py file, got {source.name!r}")
+        files.append(("policy.py", source))
+    elif source.is_dir():
+        for path in sorted(source.rglob("*")):
+            rel = path.relative_to(source).as_posix()
+            if path.is_symlink():
+                raise BundleError(f"bundle contains a symbolic link: {rel!r}")
+            if path.is_dir():
+                continue
+            if not path.is_file():
+                raise BundleError(f"bundle contains a special file: {rel!r}")
+            if "__pycache__" in path.parts:
+                continue
+            files.append((rel, path))
+            if len(files) > limits.bundle_files:
+                raise BundleError(f"bundle has more than {limits.bundle_files} files")
+        if not (source / "policy.py").is_file():
+            raise BundleError(f"bundle directory {str(source)!r} has no policy.py")
+    else:
+        raise BundleError(f"bundle {str(source)!r} does not exist")
+    total = sum(path.stat().st_size for _, path in files)
+    if total > limits.bundle_bytes:
+        raise BundleError(f"bundle is {total} bytes, more than the limit of {limits.bundle_bytes} bytes")
+    staged = run_dir / "bundle"
+    digest = hashlib.sha256()
+    for rel, path in files:
+        data = path.read_bytes()
+        digest.update(rel.encode() + b"\0" + hashlib.sha256(data).digest())
+        target = staged / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        target.chmod(0o644)
+    for directory in [staged, *(p for p in staged.rglob("*") if p.is_dir())]:
+        directory.chmod(0o755)
+    return staged, digest.hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------- session
+
+
+@dataclass
+class _Startup:
+    """How the sandbox's start went: ``status`` is set when it failed and every episode reports it."""
+
+    status: Status | None = None
+    message: str = ""
+    stdout: str = ""
+    stderr: str = ""
+    stdout_dropped: int = 0
+    stderr_dropped: int = 0
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class SandboxSession:
+    """One submission's sandbox. Use ``open_sandbox``; call ``run_episode`` per episode and ``close`` at the end."""
+
+    def __init__(self, bundle_dir: Path, backend: Backend, limits: SandboxLimits, allow_process_for_hidden: bool):
+        self.limits = limits
+        self.allow_process_for_hidden = allow_process_for_hidden
+        self.sim_version = SIM_VERSION
+        self._backend = backend
+        self._started = time.monotonic()
+        self._submission_deadline = self._started + limits.submission_seconds
+        self._run_dir = Path(tempfile.mkdtemp(prefix="layersched-run-"))
+        self._run_dir.chmod(0o711)  # the sandbox user may reach the socket by name but not list the directory
+        self._listener: socket.socket | None = None
+        self._ctl: socket.socket | None = None
+        self._envs: dict[str, ClusterEnv] = {}
+        self._scenarios_sent: set[str] = set()
+        self.restarts = 0
+        self.startup = _Startup()
+        self.container_start_seconds = float("nan")
+        try:
+            self.bundle_dir, self.bundle_sha256 = stage_bundle(bundle_dir, self._run_dir, limits)
+        except BaseException:
+            shutil.rmtree(self._run_dir, ignore_errors=True)
+            raise
+        self._start()
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def backend(self) -> BackendName:
+        return self._backend.name
+
+    @property
+    def image_digest(self) -> str:
+        return self._backend.image_digest
+
+    @property
+    def import_seconds(self) -> float:
+        return float(self.startup.info.get("import_seconds", float("nan")))
+
+    # ------------------------------------------------------------------ life cycle
+
+    def _start(self) -> None:
+        """Start the sandbox and wait for ``ready``; a failure is recorded in ``self.startup``, not raised."""
+        self.startup = _Startup()
+        self._scenarios_sent.clear()
+        # The socket lives alone in its own directory, which is all of the run directory a container sees.
+        chan_dir = self._run_dir / CHANNEL_DIR
+        chan_dir.mkdir(mode=0o755, exist_ok=True)
+        sock_path = chan_dir / SOCKET_NAME
+        sock_path.unlink(missing_ok=True)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(sock_path))
+        sock_path.chmod(0o666)  # the sandbox runs as another uid
+        listener.listen(4)
+        self._listener = listener
+        t0 = time.monotonic()
+        deadline = min(t0 + self.limits.startup_seconds, self._submission_deadline)
+        try:
+            self._backend.start(self._run_dir, self.bundle_dir)
+        except Exception as exc:  # docker API errors, missing image, exec failures: the service's fault
+            log.exception("sandbox backend %s failed to start", self._backend.name)
+            self.startup.status = "infrastructure_error"
+            self.startup.message = f"{self._backend.name} sandbox failed to start: {exc}"
+            return
+        self._ctl = self._accept(deadline, None)
+        if self._ctl is None:
+            self.startup.status = "infrastructure_error"
+            self.startup.message = (
+                f"{self._backend.name} sandbox did not connect within {deadline - t0:.1f} s "
+                f"({self._backend.describe_exit()})"
+            )
+            self._backend.close()
+            return
+        self.container_start_seconds = time.monotonic() - t0
+        try:
+            message = protocol.recv(self._ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=deadline)
+        except protocol.ChannelTimeout:
+            self.startup.status = "timeout"
+            self.startup.message = f"policy import did not finish within {self.limits.startup_seconds:.0f} s"
+            self._backend.close()
+            return
+        except protocol.ProtocolError as exc:
+            status, why = self._sandbox_died()
+            self.startup.status = "memory_exceeded" if status == "memory_exceeded" else "import_error"
+            self.startup.message = f"sandbox ended during the policy import ({why}): {exc}"
+            self._backend.close()
+            return
+        kind = message["type"]
+        self._set_output(message)
+        if kind == "import_error":
+            self.startup.status = "import_error"
+            self.startup.message = f"policy import failed:\n{message.get('traceback', '')}"
+        elif kind == "ready":
+            self.startup.info = {k: message.get(k) for k in ("python", "numpy", "torch", "import_seconds")}
+        else:
+            self.startup.status = "protocol_error"
+            self.startup.message = f"expected 'ready' or 'import_error' from the sandbox, got {kind!r}"
+
+    def _set_output(self, message: dict[str, Any]) -> None:
+        with contextlib.suppress(protocol.ProtocolError):
+            out, err, out_dropped, err_dropped = self._output(message)
+            self.startup.stdout, self.startup.stderr = out, err
+            self.startup.stdout_dropped, self.startup.stderr_dropped = out_dropped, err_dropped
+
+    def _accept(self, deadline: float, ctl: socket.socket | None) -> socket.socket | None:
+        """Accept a connection before ``deadline``; None if the sandbox dies, times out or ``ctl`` speaks first."""
+        assert self._listener is not None
+        watch: list[socket.socket] = [self._listener] + ([ctl] if ctl is not None else [])
+        while (left := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select(watch, [], [], min(left, 0.25))
+            if self._listener in readable:
+                conn, _ = self._listener.accept()
+                return conn
+            if ctl is not None and ctl in readable:
+                return None
+            if ctl is None and not self._backend.alive():
+                return None
+        return None
+
+    def _restart(self) -> None:
+        self._teardown()
+        self.restarts += 1
+        self._start()
+
+    def _teardown(self) -> None:
+        for sock in (self._ctl, self._listener):
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.close()
+        self._ctl = self._listener = None
+        self._backend.close()
+
+    def close(self) -> None:
+        """Stop and remove the sandbox and its run directory (idempotent)."""
+        if self._ctl is not None:
+            with contextlib.suppress(OSError, protocol.ProtocolError):
+                protocol.send(self._ctl, {"type": "shutdown"})
+        self._teardown()
+        shutil.rmtree(self._run_dir, ignore_errors=True)
+
+    def __enter__(self) -> SandboxSession:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ measurements
+
+    def ping(self, n: int = 100) -> list[float]:
+        """Round-trip times (s) of ``n`` tiny frames through the control channel: the channel's own cost."""
+        if self._ctl is None:
+            raise SandboxError(f"sandbox is not running ({self.startup.status}: {self.startup.message})")
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            protocol.send(self._ctl, {"type": "ping"})
+            reply = protocol.recv(self._ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=time.monotonic() + 5)
+            times.append(time.perf_counter() - t0)
+            protocol.expect(reply, "pong", {})
+        return times
+
+    # ------------------------------------------------------------------ episodes
+
+    def run_episode(self, job: EpisodeJob) -> EpisodeOutcome:
+        """Evaluate one episode in the sandbox; every failure is an outcome with a status, never an exception."""
+        if job.episode.hidden and self.backend == "process" and not self.allow_process_for_hidden:
+            raise HiddenEpisodeRefused(
+                f"episode {job.episode.id!r} is hidden; the process backend is not isolated enough for hidden "
+                "evaluation sets (pass allow_process_for_hidden=True only if an organiser decided so)"
+            )
+        run = _Episode(self, job)
+        if time.monotonic() >= self._submission_deadline:
+            return run.finish("timeout", f"submission wall budget of {self.limits.submission_seconds:.0f} s "
+                                         f"exhausted before episode {job.episode.id!r}")
+        if self._ctl is None and self.startup.status is None:
+            self._restart()  # the previous episode broke the sandbox
+        s = self.startup
+        if s.status is not None:
+            return run.finish(s.status, s.message, (s.stdout, s.stderr, s.stdout_dropped, s.stderr_dropped))
+        return run.play()
+
+    def _env(self, job: EpisodeJob) -> ClusterEnv:
+        key = f"{job.scenario_name}\0{job.scenario.content_hash}"
+        env = self._envs.get(key)
+        if env is None:
+            env = self._envs[key] = ClusterEnv(job.scenario)
+        return env
+
+    def _send_scenario(self, job: EpisodeJob) -> None:
+        key = f"{job.scenario_name}\0{job.scenario.content_hash}"
+        if key in self._scenarios_sent:
+            return
+        assert self._ctl is not None
+        protocol.send(self._ctl, scenario_to_wire(job.scenario_name, job.scenario))
+        reply = protocol.recv(self._ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX,
+                              deadline=time.monotonic() + self.limits.startup_seconds)
+        protocol.expect(reply, "scenario_ok", {"name": str, "hash": str})
+        if reply["hash"] != job.scenario.content_hash:
+            raise _Infrastructure(
+                f"the sandbox's simulator computes scenario hash {reply['hash']}, the worker's is "
+                f"{job.scenario.content_hash}: the image's layersched.sim differs from the worker's"
+            )
+        self._scenarios_sent.add(key)
+
+    def _output(self, message: dict[str, Any]) -> tuple[str, str, int, int]:
+        texts = []
+        for stream in ("stdout", "stderr"):
+            raw = message.get(stream, "")
+            dropped = message.get(f"{stream}_dropped", 0)
+            if not isinstance(raw, str) or isinstance(dropped, bool) or not isinstance(dropped, int):
+                raise protocol.ProtocolError(f"malformed {stream} capture in {message['type']!r} frame")
+            try:
+                data = base64.b64decode(raw, validate=True)
+            except binascii.Error as exc:
+                raise protocol.ProtocolError(f"{stream} capture is not base64: {exc}") from None
+            # A lying harness may send more than the limit: cut it and count it.
+            extra = max(0, len(data) - self.limits.output_bytes)
+            texts.append((data[: self.limits.output_bytes].decode("utf-8", errors="replace"), dropped + extra))
+        return texts[0][0], texts[1][0], texts[0][1], texts[1][1]
+
+    def _sandbox_died(self) -> tuple[Status, str]:
+        """Classify the end of the whole sandbox (control connection lost)."""
+        kills = self._backend.oom_kills()
+        alive = self._backend.alive()
+        why = self._backend.describe_exit()
+        if kills:
+            return "memory_exceeded", f"out of memory ({why})"
+        return "crash", ("sandbox still running but closed its channel" if alive else why)
+
+
+class _Infrastructure(Exception):
+    """The service failed during an episode (simulator mismatch, channel setup)."""
+
+
+class _Episode:
+    """The state of one episode being played; ``play`` returns its outcome."""
+
+    def __init__(self, session: SandboxSession, job: EpisodeJob) -> None:
+        self.s = session
+        self.job = job
+        self.actions: list[int] = []
+        self.conn: socket.socket | None = None
+        self.sandbox_end: tuple[Status, str] | None = None
+
+    def finish(
+        self, status: Status, message: str, output: tuple[str, str, int, int] = ("", "", 0, 0),
+        metrics: EpisodeMetrics | None = None,
+    ) -> EpisodeOutcome:
+        out, err, out_dropped, err_dropped = output
+        return EpisodeOutcome(
+            scenario_name=self.job.scenario_name, episode_id=self.job.episode.id, status=status, message=message,
+            metrics=metrics, trace_hash=trace_hash(self.actions), n_actions=len(self.actions),
+            stdout=out, stderr=err, stdout_dropped=out_dropped, stderr_dropped=err_dropped,
+        )
+
+    def play(self) -> EpisodeOutcome:
+        s, job = self.s, self.job
+        limits = s.limits
+        started = time.monotonic()
+        episode_deadline = min(started + limits.episode_seconds, s._submission_deadline)
+        env = s._env(job)
+        # What env.reset(rng) does, keeping the node specs to send: the replica learns them, not the workload's rng.
+        specs, tasks = draw_episode(job.scenario, job.episode.workload_rng())
+        env.start(specs)
+        env.tasks = tasks
+        task = tasks[0]
+        try:
+            s._send_scenario(job)
+            assert s._ctl is not None
+            protocol.send(s._ctl, {"type": "episode", "episode_id": job.episode.id, "scenario": job.scenario_name,
+                                   "seed": job.policy_seed, "nodes": nodes_to_wire(specs)})
+            self.conn = s._accept(min(time.monotonic() + limits.decision_seconds + limits.startup_seconds,
+                                      episode_deadline), s._ctl)
+            if self.conn is None:
+                return self._ended("crash", "episode process ended before connecting")
+            hello = protocol.recv(self.conn, max_size=protocol.MAX_FRAME_FROM_SANDBOX,
+                                  deadline=time.monotonic() + limits.decision_seconds)
+            protocol.expect(hello, "hello", {"episode_id": str})
+        except _Infrastructure as exc:
+            return self._abort("infrastructure_error", str(exc))
+        except protocol.ChannelClosed as exc:
+            return self._ended("crash", f"episode process ended before its first step ({exc})")
+        except protocol.ChannelTimeout:
+            return self._abort("timeout", "episode process did not start within the deadline", hung=True)
+        except protocol.ProtocolError as exc:
+            return self._abort("protocol_error", f"before step 0: {exc}")
+        except OSError as exc:
+            return self._abort("infrastructure_error", f"channel failed before step 0: {exc}")
+
+        step = 0
+        done = False
+        while not done:
+            now = time.monotonic()
+            if now >= episode_deadline:
+                return self._abort("timeout", self._budget_message(step, episode_deadline), hung=True)
+            decision_deadline = min(now + limits.decision_seconds, episode_deadline)
+            try:
+                protocol.send(self.conn, task_to_wire(step, task))
+                reply = protocol.recv(self.conn, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=decision_deadline)
+            except protocol.ChannelTimeout:
+                if decision_deadline < episode_deadline:
+                    msg = f"step {step}: no action within the per-decision deadline of {limits.decision_seconds:g} s"
+                else:
+                    msg = self._budget_message(step, episode_deadline)
+                return self._abort("timeout", msg, hung=True)
+            except protocol.ChannelClosed:
+                return self._ended("crash", f"step {step}: episode process ended without replying")
+            except (protocol.ProtocolError, BrokenPipeError, ConnectionResetError) as exc:
+                if isinstance(exc, OSError):
+                    return self._ended("crash", f"step {step}: episode process ended without replying")
+                return self._abort("protocol_error", f"step {step}: {exc}")
+            try:
+                action = self._parse_reply(reply, step)
+                action = check_action(env, task, action, step)
+            except protocol.ProtocolError as exc:
+                return self._abort("protocol_error", str(exc))
+            except PolicyError as exc:
+                return self._abort("invalid_action", str(exc))
+            except _PolicyRaised as exc:
+                return self._abort(exc.status, str(exc))
+            self.actions.append(action)
+            next_task, _, done = env.step(action)
+            if next_task is not None:
+                task = next_task
+            step += 1
+
+        self._send_end()
+        exited = self._exit_report(kill_after=END_GRACE_SECONDS)
+        output = self._exit_output(exited)
+        metrics = episode_metrics(env, self.actions, tuple(env.completion))
+        return self.finish("ok", "", output, metrics)
+
+    # ------------------------------------------------------------------ replies
+
+    def _parse_reply(self, reply: dict[str, Any], step: int) -> object:
+        kind = reply["type"]
+        if kind == "action":
+            protocol.expect(reply, "action", {"step": int, "action": int})
+        elif kind == "bad_action":
+            protocol.expect(reply, "bad_action", {"step": int, "value": str, "value_type": str})
+        elif kind == "error":
+            protocol.expect(reply, "error", {"step": int, "kind": str, "traceback": str})
+        else:
+            raise protocol.ProtocolError(f"step {step}: expected an 'action' frame, got {kind!r}")
+        if reply["step"] != step:
+            raise protocol.ProtocolError(f"step {step}: reply is for step {reply['step']}, expected step {step}")
+        if kind == "action":
+            return reply["action"]
+        if kind == "bad_action":
+            raise PolicyError(
+                f"step {step}: policy returned {reply['value']} of type {reply['value_type']}, "
+                "expected an int node index",
+                step=step, value=reply["value"],
+            )
+        tb = reply["traceback"].rstrip()
+        if reply["kind"] == "memory":
+            raise _PolicyRaised("memory_exceeded", f"step {step}: policy ran out of memory (MemoryError)\n{tb}")
+        if reply["kind"] == "replica":
+            raise _PolicyRaised("crash", f"step {step}: the policy's replica environment is broken\n{tb}")
+        raise _PolicyRaised("crash", f"step {step}: policy raised an exception\n{tb}")
+
+    def _budget_message(self, step: int, episode_deadline: float) -> str:
+        if episode_deadline >= self.s._submission_deadline:
+            return f"step {step}: submission wall budget of {self.s.limits.submission_seconds:g} s exhausted"
+        return f"step {step}: episode wall budget of {self.s.limits.episode_seconds:g} s exhausted"
+
+    # ------------------------------------------------------------------ endings
+
+    def _abort(self, status: Status, message: str, *, hung: bool = False) -> EpisodeOutcome:
+        """End the episode early and collect its output.
+
+        A process that is waiting for its next task is told to end, so that it exits cleanly and its output is
+        complete; a ``hung`` one (timeouts) is killed at once.
+        """
+        if not hung:
+            self._send_end()
+        exited = self._exit_report(kill_after=0.0 if hung else END_GRACE_SECONDS)
+        return self.finish(status, message, self._exit_output(exited))
+
+    def _send_end(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(OSError, protocol.ProtocolError):
+                protocol.send(self.conn, {"type": "end"})
+
+    def _ended(self, status: Status, message: str) -> EpisodeOutcome:
+        """The episode process ended on its own (crash, OOM kill): say how."""
+        exited = self._exit_report(kill_after=END_GRACE_SECONDS)
+        if exited is None:
+            died, why = self.sandbox_end or self.s._sandbox_died()
+            return self.finish(died, f"{message}; the sandbox ended too ({why})")
+        if exited.get("signal") is not None:
+            sig = exited["signal"]
+            name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+            kills = exited.get("oom_kills")
+            host_kills = self.s._backend.oom_kills()
+            if sig == signal.SIGKILL and ((isinstance(kills, int) and kills > 0) or host_kills):
+                status = "memory_exceeded"
+                message = f"{message}: killed by the out-of-memory killer (limit {self.s.limits.memory_bytes} bytes)"
+            else:
+                message = f"{message}: killed by signal {name}"
+        elif exited.get("exit_code") is not None:
+            message = f"{message}: exit code {exited['exit_code']}"
+        return self.finish(status, message, self._exit_output(exited))
+
+    def _exit_report(self, *, kill_after: float) -> dict[str, Any] | None:
+        """Wait for the harness's ``exited`` frame, asking it to kill the episode process after ``kill_after`` s.
+
+        If the harness does not answer within the grace period the sandbox is broken: it is torn down and the next
+        episode starts a new one.
+        """
+        s = self.s
+        if self.conn is not None:
+            with contextlib.suppress(OSError):
+                self.conn.close()
+            self.conn = None
+        if s._ctl is None:
+            return None
+        try:
+            killed = kill_after <= 0
+            if killed:
+                protocol.send(s._ctl, {"type": "kill"})
+            deadline = time.monotonic() + (s.limits.kill_grace_seconds if killed else kill_after)
+            while True:
+                message: dict[str, Any]
+                try:
+                    message = protocol.recv(s._ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=deadline)
+                except protocol.ChannelTimeout:
+                    if killed:
+                        raise
+                    protocol.send(s._ctl, {"type": "kill"})
+                    killed = True
+                    deadline = time.monotonic() + s.limits.kill_grace_seconds
+                    continue
+                if message["type"] == "exited":
+                    return message
+                if message["type"] != "pong":
+                    raise protocol.ProtocolError(f"expected an 'exited' frame, got {message['type']!r}")
+        except (protocol.ProtocolError, OSError) as exc:
+            log.warning("sandbox did not report the end of episode %s (%s); replacing it", self.job.episode.id, exc)
+            self.sandbox_end = s._sandbox_died()
+            s._teardown()  # the next episode starts a new sandbox
+            return None
+
+    def _exit_output(self, exited: dict[str, Any] | None) -> tuple[str, str, int, int]:
+        if exited is None:
+            return "", "", 0, 0
+        try:
+            return self.s._output(exited)
+        except protocol.ProtocolError as exc:
+            return "", f"[layersched: output capture unreadable: {exc}]", 0, 0
+
+
+class _PolicyRaised(Exception):
+    def __init__(self, status: Status, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+
+def open_sandbox(
+    bundle_dir: str | Path,
+    *,
+    backend: BackendName = "docker",
+    limits: SandboxLimits | None = None,
+    allow_process_for_hidden: bool = False,
+    image: str | None = None,
+) -> SandboxSession:
+    """Start a sandbox for one submission's bundle (a ``.py`` file or a directory with ``policy.py``).
+
+    ``backend="docker"`` is the production sandbox (``image`` defaults to ``layersched-sandbox:latest``);
+    ``backend="process"`` is a weaker development sandbox that logs a warning and refuses hidden episodes unless
+    ``allow_process_for_hidden``. Raises ``BundleError`` for a bundle that breaks the rules; failures of the
+    sandbox itself (import errors, the engine) are reported by every ``run_episode`` as that episode's status.
+    """
+    limits = limits if limits is not None else SandboxLimits()
+    impl: Backend
+    if backend == "docker":
+        from layersched.worker.docker_backend import DockerBackend
+
+        impl = DockerBackend(limits, image=image)
+    elif backend == "process":
+        from layersched.worker.process_backend import ProcessBackend
+
+        impl = ProcessBackend(limits)
+    else:
+        raise SandboxError(f"unknown sandbox backend {backend!r}; choose 'docker' or 'process'")
+    return SandboxSession(Path(bundle_dir), impl, limits, allow_process_for_hidden)

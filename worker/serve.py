@@ -1,0 +1,110 @@
+"""``layersched serve``: the whole service on one machine, with no external server.
+
+* storage: SQLite in ``--data-dir`` (default ``./var``), migrated to the latest schema at start;
+* broker: kombu's SQLAlchemy transport on a second SQLite file (a real, persistent embedded broker);
+* a Celery worker in a child process (with the reconciler), the API and web pages in this process (uvicorn);
+* sandbox: Docker when an engine and the sandbox image are there, otherwise the process sandbox, with a warning;
+* the evaluation set ``hidden_seeds/sample.toml`` (or ``LAYERSCHED_EVALSET_PATH``), registered with the six
+  baselines scored on it as the leaderboard's reference rows.
+
+``--demo`` also creates a demo organiser and a demo student, prints their tokens, and submits the starter policy
+as the student, so the leaderboard shows a ranked entry a few seconds after start.
+Settings already present in the environment (``LAYERSCHED_*``) win over these embedded defaults.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from layersched.server.config import get_settings
+
+log = logging.getLogger(__name__)
+STARTER_POLICY = Path(__file__).resolve().parents[1] / "sdk" / "starter" / "policy.py"
+
+
+def embedded_environment(data_dir: Path) -> dict[str, str]:
+    """The ``LAYERSCHED_*`` defaults of an embedded service rooted at ``data_dir``."""
+    data_dir = data_dir.resolve()
+    return {
+        "LAYERSCHED_DATABASE_URL": f"sqlite:///{data_dir / 'layersched.db'}",
+        "LAYERSCHED_BROKER_URL": f"sqla+sqlite:///{data_dir / 'broker.db'}",
+        "LAYERSCHED_BUNDLE_DIR": str(data_dir / "bundles"),
+        "LAYERSCHED_BASELINE_CACHE_DIR": str(data_dir / "baselines"),
+    }
+
+
+def serve(*, host: str, port: int, data_dir: Path, demo: bool) -> int:
+    import uvicorn  # noqa: PLC0415 - server extra
+
+    from layersched.server import admin  # noqa: PLC0415
+    from layersched.server.app import create_app  # noqa: PLC0415
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    for key, value in embedded_environment(data_dir).items():
+        os.environ.setdefault(key, value)
+    get_settings.cache_clear()
+    settings = get_settings()
+    admin.upgrade_database(settings=settings)
+    evalset = admin.register_evalset(path=settings.evalset_path, settings=settings)
+    print(f"layersched: evaluation set {evalset.name!r} (commitment {evalset.commitment[:16]}...) registered", flush=True)
+    tokens = _demo_users(settings) if demo else {}
+    worker = subprocess.Popen([sys.executable, "-m", "layersched.worker"], env=os.environ.copy())
+    url = f"http://{host}:{port}"
+    if demo:
+        threading.Thread(target=_submit_demo, args=(url, tokens["student"]), daemon=True).start()
+    print(f"layersched: API and leaderboard at {url}/ (OpenAPI at {url}/docs); Ctrl-C stops", flush=True)
+    try:
+        uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+    return 0
+
+
+def _demo_users(settings: object) -> dict[str, str]:
+    from layersched.server import admin  # noqa: PLC0415
+
+    tokens: dict[str, str] = {}
+    for role, name in (("organiser", "demo-organiser"), ("participant", "demo-student")):
+        try:
+            created = admin.add_user(name=name, email=f"{name}@example.org", role=role)
+            token = created.token
+        except admin.AdminError:  # exists from an earlier run: issue a fresh token
+            token = admin.new_token(name=name).token
+        tokens["student" if role == "participant" else "organiser"] = token
+        print(f"layersched: {role} {name!r} token: {token}", flush=True)
+    return tokens
+
+
+def _submit_demo(url: str, token: str) -> None:
+    """Wait for the API, then submit the starter policy as the demo student."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    response = httpx.post(
+        f"{url}/api/v1/submissions",
+        headers={"Authorization": f"Bearer {token}"},
+        files={"file": ("policy.py", STARTER_POLICY.read_bytes(), "text/x-python")},
+        data={"name": "starter policy", "description": "submitted by layersched serve --demo"},
+        timeout=30,
+    )
+    if response.status_code == 201:
+        print(f"layersched: demo submission {response.json()['id']} queued; watch {url}/", flush=True)
+    else:
+        print(f"layersched: demo submission refused: {response.status_code} {response.text}", flush=True)

@@ -1,0 +1,73 @@
+"""Celery tasks: thin wrappers that take an evaluation id and call ``layersched.worker.pipeline``.
+
+They re-read everything from the database, exit quietly when the row is gone or already finished, and retry only
+the service's own failures (``RetryableError``), with backoff and jitter, a bounded number of times; after that the
+evaluation fails with the reason and the participant's quota is given back.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from functools import lru_cache
+
+from celery import Task
+from sqlalchemy.orm import Session, sessionmaker
+
+from layersched.server import storage
+from layersched.server.config import get_settings
+from layersched.server.db import make_engine
+from layersched.server.queue import AUDIT_TASK, EVALUATE_TASK
+from layersched.worker.celery_app import app
+from layersched.worker.pipeline import EvaluationReport, RetryableError, run_evaluation
+
+log = logging.getLogger(__name__)
+
+
+@lru_cache
+def _sessions() -> sessionmaker[Session]:
+    return sessionmaker(make_engine(get_settings().database_url), expire_on_commit=False)
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _run(task: Task, evaluation_id: int) -> str:
+    settings = get_settings()
+    try:
+        report: EvaluationReport = run_evaluation(
+            evaluation_id, settings=settings, sessions=_sessions(), worker_id=worker_id()
+        )
+    except RetryableError as exc:
+        with _sessions()() as session:
+            storage.requeue_evaluation(session=session, evaluation_id=evaluation_id)
+            if task.request.retries >= settings.max_attempts - 1:
+                log.error("evaluation %s failed for good after %s attempts: %s", evaluation_id,
+                          task.request.retries + 1, exc)
+                storage.finish_evaluation(
+                    session=session,
+                    evaluation_id=evaluation_id,
+                    state="failed",
+                    error_category=storage.INFRASTRUCTURE,
+                    error_message=f"gave up after {task.request.retries + 1} attempts: {exc}",
+                    infrastructure_failure=True,
+                )
+                return "failed"
+        log.warning("evaluation %s: %s; retrying", evaluation_id, exc)
+        raise task.retry(exc=exc, countdown=min(60, 2 ** task.request.retries) + os.getpid() % 3) from exc
+    log.info("evaluation %s: %s (%s episodes run) %s", evaluation_id, report.state, report.episodes_run, report.message)
+    return report.state
+
+
+@app.task(name=EVALUATE_TASK, bind=True, max_retries=None)
+def evaluate(self: Task, evaluation_id: int) -> str:
+    """Evaluate a submission (initial run or rerun) on its evaluation set."""
+    return _run(self, evaluation_id)
+
+
+@app.task(name=AUDIT_TASK, bind=True, max_retries=None)
+def audit(self: Task, evaluation_id: int) -> str:
+    """Rerun an evaluation's episodes and compare them with the stored ones (queue ``audits``)."""
+    return _run(self, evaluation_id)
