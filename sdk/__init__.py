@@ -1,1 +1,1 @@
-"""layersched."""
+"""layersched.sdk: the ``layersched`` command, the HTTP client (``client.Client``) and local validation."""

@@ -32,7 +32,10 @@ BOOTSTRAP_FUNCTION = "add_user"
 
 def add_admin_parser(sub: Any, add: AddCommand) -> None:
     admin = add(
-        sub, "admin", _missing_action, "organiser commands (need an organiser token)",
+        sub,
+        "admin",
+        _missing_action,
+        "organiser commands (need an organiser token)",
         "Organiser commands: users and tokens, evaluation sets, reruns, audits, cancel, disqualify, freeze and\n"
         "publish the leaderboard, the audit log. Every action is recorded in the server's audit log.",
         "  layersched admin user add --name Ada --email ada@example.org\n"
@@ -41,93 +44,180 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
     actions = admin.add_subparsers(dest="admin_command", metavar="ACTION")
     actions.required = True
 
-    user = add(actions, "user", _missing_action, "create participants and organisers",
-               "Create an account; its token is printed once.",
-               "  layersched admin user add --name Ada --email ada@example.org\n"
-               "  layersched admin user add --name Root --email root@example.org --role organiser --bootstrap\n")
+    user = add(
+        actions,
+        "user",
+        _missing_action,
+        "create participants and organisers",
+        "Create an account; its token is printed once.",
+        "  layersched admin user add --name Ada --email ada@example.org\n"
+        "  layersched admin user add --name Root --email root@example.org --role organiser --bootstrap\n",
+    )
     user_actions = user.add_subparsers(dest="user_command", metavar="ACTION")
     user_actions.required = True
-    p = add(user_actions, "add", cmd_user_add, "create an account and print its token (shown once)",
-            "Create a participant or organiser through the API. --bootstrap creates the first organiser\n"
-            "directly in the server's database (run it where the server's settings are).",
-            "  layersched admin user add --name Ada --email ada@example.org\n"
-            "  layersched admin user add --name Root --email root@example.org --role organiser --bootstrap\n")
+    p = add(
+        user_actions,
+        "add",
+        cmd_user_add,
+        "create an account and print its token (shown once)",
+        "Create a participant or organiser through the API. --bootstrap creates the first organiser\n"
+        "directly in the server's database (run it where the server's settings are).",
+        "  layersched admin user add --name Ada --email ada@example.org\n"
+        "  layersched admin user add --name Root --email root@example.org --role organiser --bootstrap\n",
+    )
     p.add_argument("--name", required=True, help="display name (shown on the leaderboard)")
     p.add_argument("--email", required=True, help="contact address")
     p.add_argument("--role", choices=("participant", "organiser"), default="participant", help="default participant")
     p.add_argument("--bootstrap", action="store_true", help="write to the server's database directly (no token yet)")
 
-    token = add(actions, "token", _missing_action, "issue or revoke API tokens",
-                "Issue a new token for a user (shown once) or revoke one.",
-                "  layersched admin token new 7\n  layersched admin token revoke 15\n")
+    token = add(
+        actions,
+        "token",
+        _missing_action,
+        "issue or revoke API tokens",
+        "Issue a new token for a user (shown once) or revoke one.",
+        "  layersched admin token new 7\n  layersched admin token revoke 15\n",
+    )
     token_actions = token.add_subparsers(dest="token_command", metavar="ACTION")
     token_actions.required = True
-    p = add(token_actions, "new", cmd_token_new, "issue a token for USER_ID", "Issue a token (shown once).",
-            "  layersched admin token new 7\n")
+    p = add(
+        token_actions,
+        "new",
+        cmd_token_new,
+        "issue a token for USER_ID",
+        "Issue a token (shown once).",
+        "  layersched admin token new 7\n",
+    )
     p.add_argument("user_id", type=int, help="the user's id")
-    p = add(token_actions, "revoke", cmd_token_revoke, "revoke TOKEN_ID", "Revoke a token at once.",
-            "  layersched admin token revoke 15\n")
+    p = add(
+        token_actions,
+        "revoke",
+        cmd_token_revoke,
+        "revoke TOKEN_ID",
+        "Revoke a token at once.",
+        "  layersched admin token revoke 15\n",
+    )
     p.add_argument("token_id", type=int, help="the token's id")
 
-    evalset = add(actions, "evalset", _missing_action, "create or reveal evaluation sets",
-                  "`new` creates a real set with fresh secret keys locally (never committed) and prints its\n"
-                  "commitment; `reveal` makes a set public on the server after the challenge.",
-                  "  layersched admin evalset new --from hidden_seeds/challenge.template.toml "
-                  "--out hidden_seeds/private/final.toml\n  layersched admin evalset reveal final\n")
+    evalset = add(
+        actions,
+        "evalset",
+        _missing_action,
+        "create or reveal evaluation sets",
+        "`new` creates a real set with fresh secret keys locally (never committed) and prints its\n"
+        "commitment; `reveal` makes a set public on the server after the challenge.",
+        "  layersched admin evalset new --from hidden_seeds/challenge.template.toml "
+        "--out hidden_seeds/private/final.toml\n  layersched admin evalset reveal final\n",
+    )
     ev_actions = evalset.add_subparsers(dest="evalset_command", metavar="ACTION")
     ev_actions.required = True
-    p = add(ev_actions, "new", cmd_evalset_new, "create a set with fresh keys from a template",
-            "Fill a template's `generate` entries with fresh 256-bit keys, write the set (mode 0600, refused\n"
-            "where git would track it) and print the commitment to publish.",
-            "  layersched admin evalset new --from hidden_seeds/challenge.template.toml "
-            "--out hidden_seeds/private/final.toml\n")
+    p = add(
+        ev_actions,
+        "new",
+        cmd_evalset_new,
+        "create a set with fresh keys from a template",
+        "Fill a template's `generate` entries with fresh 256-bit keys, write the set (mode 0600, refused\n"
+        "where git would track it) and print the commitment to publish.",
+        "  layersched admin evalset new --from hidden_seeds/challenge.template.toml "
+        "--out hidden_seeds/private/final.toml\n",
+    )
     p.add_argument("--from", dest="template", type=Path, required=True, help="template file (template = true)")
     p.add_argument("--out", type=Path, required=True, help="where to write the set (git must ignore it)")
-    p = add(ev_actions, "reveal", cmd_evalset_reveal, "reveal NAME on the server", "Publish a set's keys.",
-            "  layersched admin evalset reveal final\n")
+    p = add(
+        ev_actions,
+        "reveal",
+        cmd_evalset_reveal,
+        "reveal NAME on the server",
+        "Publish a set's keys.",
+        "  layersched admin evalset reveal final\n",
+    )
     p.add_argument("name", help="evaluation set name")
 
-    p = add(actions, "rerun", cmd_rerun, "evaluate a submission again (a new evaluation, no quota)",
-            "Queue a new evaluation of the same submission, optionally on another evaluation set.",
-            "  layersched admin rerun 12\n  layersched admin rerun 12 --evalset final --wait\n")
+    p = add(
+        actions,
+        "rerun",
+        cmd_rerun,
+        "evaluate a submission again (a new evaluation, no quota)",
+        "Queue a new evaluation of the same submission, optionally on another evaluation set.",
+        "  layersched admin rerun 12\n  layersched admin rerun 12 --evalset final --wait\n",
+    )
     p.add_argument("id", type=int, help="submission id")
     p.add_argument("--evalset", help="evaluation set name (default: the current one)")
     p.add_argument("--wait", action=argparse.BooleanOptionalAction, default=False, help="follow it (default: no)")
 
-    p = add(actions, "audit", cmd_audit, "re-run a submission's episodes and compare traces",
-            "Re-run all or a sample of the episodes and compare action traces, metrics, simulator version and\n"
-            "image digest with the stored ones; prints the verdict and every mismatch. Exit 1 on a mismatch.",
-            "  layersched admin audit 12\n  layersched admin audit 12 --sample 5\n  layersched admin audit 12 --no-wait\n")
+    p = add(
+        actions,
+        "audit",
+        cmd_audit,
+        "re-run a submission's episodes and compare traces",
+        "Re-run all or a sample of the episodes and compare action traces, metrics, simulator version and\n"
+        "image digest with the stored ones; prints the verdict and every mismatch. Exit 1 on a mismatch.",
+        "  layersched admin audit 12\n  layersched admin audit 12 --sample 5\n  layersched admin audit 12 --no-wait\n",
+    )
     p.add_argument("id", type=int, help="submission id")
     p.add_argument("--sample", type=int, help="audit N random episodes (default: all)")
     p.add_argument("--wait", action=argparse.BooleanOptionalAction, default=True, help="wait for the verdict (default)")
 
-    p = add(actions, "cancel", cmd_cancel, "cancel a queued or running submission", "Cancel its evaluation.",
-            "  layersched admin cancel 12\n")
+    p = add(
+        actions,
+        "cancel",
+        cmd_cancel,
+        "cancel a queued or running submission",
+        "Cancel its evaluation.",
+        "  layersched admin cancel 12\n",
+    )
     p.add_argument("id", type=int, help="submission id")
 
-    p = add(actions, "disqualify", cmd_disqualify, "disqualify a submission with a reason",
-            "Remove a submission from the leaderboard; the reason is kept and shown.",
-            "  layersched admin disqualify 12 --reason \"reads the evaluation-set file\"\n")
+    p = add(
+        actions,
+        "disqualify",
+        cmd_disqualify,
+        "disqualify a submission with a reason",
+        "Remove a submission from the leaderboard; the reason is kept and shown.",
+        '  layersched admin disqualify 12 --reason "reads the evaluation-set file"\n',
+    )
     p.add_argument("id", type=int, help="submission id")
     p.add_argument("--reason", required=True, help="shown to the participant and on the audit log")
 
-    p = add(actions, "freeze", cmd_freeze, "freeze (or --off: unfreeze) the public leaderboard",
-            "While frozen, submissions are still evaluated but public ranks do not change.",
-            "  layersched admin freeze\n  layersched admin freeze --off\n")
+    p = add(
+        actions,
+        "freeze",
+        cmd_freeze,
+        "freeze (or --off: unfreeze) the public leaderboard",
+        "While frozen, submissions are still evaluated but public ranks do not change.",
+        "  layersched admin freeze\n  layersched admin freeze --off\n",
+    )
     p.add_argument("--off", action="store_true", help="unfreeze")
 
-    add(actions, "publish", cmd_publish, "publish the private leaderboard",
-        "Make the private split (the final ranking) visible to everyone.", "  layersched admin publish\n")
+    add(
+        actions,
+        "publish",
+        cmd_publish,
+        "publish the private leaderboard",
+        "Make the private split (the final ranking) visible to everyone.",
+        "  layersched admin publish\n",
+    )
 
-    p = add(actions, "audit-log", cmd_audit_log, "show the organisers' action log",
-            "Who did what and when, newest first.", "  layersched admin audit-log --limit 100\n")
+    p = add(
+        actions,
+        "audit-log",
+        cmd_audit_log,
+        "show the organisers' action log",
+        "Who did what and when, newest first.",
+        "  layersched admin audit-log --limit 100\n",
+    )
     p.add_argument("--limit", type=int, default=50, help="entries to show (default 50, at most 200)")
     p.add_argument("--offset", type=int, default=0, help="skip the first N entries")
     p.add_argument("--json", action="store_true", help="print JSON")
 
-    p = add(actions, "evaluation", cmd_evaluation, "show one evaluation with its episodes",
-            "An evaluation's provenance and per-episode rows.", "  layersched admin evaluation 31 --json\n")
+    p = add(
+        actions,
+        "evaluation",
+        cmd_evaluation,
+        "show one evaluation with its episodes",
+        "An evaluation's provenance and per-episode rows.",
+        "  layersched admin evaluation 31 --json\n",
+    )
     p.add_argument("id", type=int, help="evaluation id")
     p.add_argument("--json", action="store_true", help="print JSON")
 
@@ -165,16 +255,16 @@ def _bootstrap_user(*, name: str, email: str, role: str) -> tuple[int, str]:
             f"--bootstrap needs the server installed (pip install 'layersched[server]') and "
             f"{BOOTSTRAP_MODULE}.{BOOTSTRAP_FUNCTION}; without it, use an organiser token and drop --bootstrap"
         ) from None
-    from sqlalchemy.exc import SQLAlchemyError
-
     from layersched.server.errors import ServiceError
+    from sqlalchemy.exc import SQLAlchemyError
 
     try:
         created = create(name=name, email=email, role=role)
     except ServiceError as exc:
         raise LayerschedError(exc.message) from None
     except SQLAlchemyError as exc:
-        reason = str(exc.orig) if getattr(exc, "orig", None) is not None else type(exc).__name__
+        orig = getattr(exc, "orig", None)
+        reason = str(orig) if orig is not None else type(exc).__name__
         raise LayerschedError(f"the server's database refused the new user: {reason}") from None
     return int(created.id), str(created.token)
 
@@ -283,7 +373,11 @@ def cmd_audit_log(args: argparse.Namespace) -> int:
         print(json.dumps({"data": [asdict(e) for e in page.data], "count": page.count}, indent=2))
         return 0
     for e in page.data:
-        detail = "" if e.detail in (None, "", {}) else f"  {json.dumps(e.detail) if not isinstance(e.detail, str) else e.detail}"
+        detail = (
+            ""
+            if e.detail in (None, "", {})
+            else f"  {json.dumps(e.detail) if not isinstance(e.detail, str) else e.detail}"
+        )
         print(f"{e.at[:19].replace('T', ' ')}  {e.actor:<16} {e.action:<14} {e.target or ''}{detail}")
     print(f"({len(page.data)} of {page.count})", file=sys.stderr)
     return 0

@@ -1,10 +1,10 @@
 """Bundling a policy for upload: one ``.py`` file, or a directory with ``policy.py`` at its top, as a tar.gz.
 
-The limits are the server's defaults (50 MB upload, 200 MB unpacked, 100 files) and are checked here first, so a student learns about a
-forgotten checkpoint folder before uploading it. Links are refused (the server refuses them too, and following them
-could ship files from outside the directory). Caches (``__pycache__``, ``*.pyc``, ``.git``, ``.ipynb_checkpoints``)
-are left out. The archive is deterministic (sorted names, zero times and owners) so the same files always give the
-same SHA-256, the bundle hash every evaluation records.
+The limits are the server's defaults (50 MB upload, 200 MB unpacked, 100 files) and are checked here first, so a
+student learns about a forgotten checkpoint folder before uploading it. Links are refused (the server refuses them
+too, and following them could ship files from outside the directory). Caches (``__pycache__``, ``*.pyc``, ``.git``,
+``.ipynb_checkpoints``) are left out. The archive is deterministic (sorted names, zero times and owners), so the
+same files always give the same SHA-256, the bundle hash every evaluation records.
 """
 
 from __future__ import annotations
@@ -125,9 +125,10 @@ def make_bundle(
         return Bundle(source.name, data, (source.name,), len(data), source)
     raw = io.BytesIO()
     # gzip with mtime=0 and no file name, so equal files give equal bytes and an equal bundle hash.
-    with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, tarfile.open(
-        fileobj=gz, mode="w", format=tarfile.PAX_FORMAT
-    ) as tar:
+    with (
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
         for arcname, disk, size in sizes:
             info = tarfile.TarInfo(arcname)
             info.size = size

@@ -43,7 +43,10 @@ def static_findings(bundle: Bundle) -> list[Finding]:
     ]
     if len(bundle.data) > 0.8 * MAX_BYTES:
         findings.append(
-            Finding("warning", f"the upload is {format_bytes(len(bundle.data))}, close to the {format_bytes(MAX_BYTES)} limit")
+            Finding(
+                "warning",
+                f"the upload is {format_bytes(len(bundle.data))}, close to the {format_bytes(MAX_BYTES)} limit",
+            )
         )
     root = bundle.root
     sources = [name for name in bundle.files if name.endswith(".py")]
@@ -95,10 +98,11 @@ def _unguarded_imports(tree: ast.Module) -> list[tuple[int, str]]:
     def visit(node: ast.AST, guarded: bool) -> None:
         if isinstance(node, ast.Try):
             catches = any(_catches_import_error(h) for h in node.handlers)
-            for child in node.body:
-                visit(child, guarded or catches)
-            for child in [*node.handlers, *node.orelse, *node.finalbody]:
-                visit(child, guarded)
+            for stmt in node.body:
+                visit(stmt, guarded or catches)
+            rest: list[ast.AST] = [*node.handlers, *node.orelse, *node.finalbody]
+            for other in rest:
+                visit(other, guarded)
             return
         if not guarded:
             if isinstance(node, ast.Import):
@@ -144,9 +148,7 @@ def _entry_point_findings(entry: str, tree: ast.Module) -> list[Finding]:
             targets = [node.target]
         if any(isinstance(t, ast.Name) and t.id == "policy" for t in targets):
             return [Finding("ok", f"entry point: policy assigned in {entry}:{node.lineno}")]
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
-            (a.asname or a.name) == "policy" for a in node.names
-        ):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name) == "policy" for a in node.names):
             return [Finding("ok", f"entry point: policy imported in {entry}:{node.lineno}")]
         if isinstance(node, ast.ClassDef) and node.name == "policy":
             return [Finding("ok", f"entry point: policy class defined in {entry}:{node.lineno}")]
@@ -174,7 +176,9 @@ def check_policy(policy: Callable[..., Any], env: Any = None, *, seed: int = 0, 
     try:
         inspect.signature(policy).bind(None, None, None)
     except TypeError as exc:
-        raise PolicyCheckError(f"policy{inspect.signature(policy)} cannot be called as policy(env, task, rng): {exc}") from None
+        raise PolicyCheckError(
+            f"policy{inspect.signature(policy)} cannot be called as policy(env, task, rng): {exc}"
+        ) from None
     except ValueError:
         pass  # builtins without a signature: the calls below will tell
     env = env if env is not None else ClusterEnv()
@@ -184,7 +188,8 @@ def check_policy(policy: Callable[..., Any], env: Any = None, *, seed: int = 0, 
         reply = policy(env, task, rng)
         if isinstance(reply, float):
             raise PolicyCheckError(
-                f"step {step}: policy returned {reply!r} (float); return an int node index such as int(np.argmax(scores))"
+                f"step {step}: policy returned {reply!r} (float); "
+                f"return an int node index such as int(np.argmax(scores))"
             )
         try:
             action = check_action(env, task, reply, step)

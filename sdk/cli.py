@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from layersched.sdk.config import LOGIN_HINT, load_config, save_config
-from layersched.sdk.errors import AuthError, ConfigError, Forbidden, LayerschedError
+from layersched.sdk.errors import AuthError, ConfigError, Forbidden, LayerschedError, WaitTimeout
 from layersched.sdk.progress import ProgressBar, format_bytes
 from layersched.sim.errors import SimError
 
@@ -86,7 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
 
     p = _add(
-        sub, "login", cmd_login, "save the server URL and your token",
+        sub,
+        "login",
+        cmd_login,
+        "save the server URL and your token",
         "Check the token against the server and save it (mode 0600) in the user config directory.\n"
         "LAYERSCHED_SERVER and LAYERSCHED_TOKEN override the saved values.",
         "  layersched login --server https://challenge.example.org --token 3f9c...\n"
@@ -97,7 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-verify", action="store_true", help="save without asking the server who you are")
 
     p = _add(
-        sub, "init", cmd_init, "create a starter kit in DIR",
+        sub,
+        "init",
+        cmd_init,
+        "create a starter kit in DIR",
         "Copy the starter kit: policy.py (the contract, a template that works as is), train_reinforce.py\n"
         "(REINFORCE as in the lab), imitation_rl.py (clone Greedy, then policy gradient), plot_curves.py, README.md.",
         "  layersched init my_policy\n  layersched init . --force      # overwrite files of an older kit\n",
@@ -106,7 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite existing files")
 
     p = _add(
-        sub, "validate", cmd_validate, "check a policy locally and score it on the public sample",
+        sub,
+        "validate",
+        cmd_validate,
+        "check a policy locally and score it on the public sample",
         "Check the bundle (size, files, links), syntax, the policy(env, task, rng) contract and imports the\n"
         "sandbox lacks, then run the policy on the public sample episodes in a separate process and print its\n"
         "score next to the six baselines. Exits 1 if something would fail on the server.",
@@ -114,32 +123,51 @@ def build_parser() -> argparse.ArgumentParser:
         "  layersched validate my_policy/ --evalset hidden_seeds/sample.toml --episodes 2\n",
     )
     p.add_argument("path", type=Path, help="a policy .py file or a directory with policy.py")
-    p.add_argument("--deadline", type=_positive_float, default=1.0, metavar="S",
-                   help="per-decision deadline in seconds to check against (default 1)")
+    p.add_argument(
+        "--deadline",
+        type=_positive_float,
+        default=1.0,
+        metavar="S",
+        help="per-decision deadline in seconds to check against (default 1)",
+    )
     p.add_argument("--evalset", type=Path, metavar="FILE", help="evaluation-set file (default: the public sample)")
-    p.add_argument("--episodes", type=_positive_int, metavar="N",
-                   help="only the first N episodes (quick check; the score is then not comparable)")
+    p.add_argument(
+        "--episodes",
+        type=_positive_int,
+        metavar="N",
+        help="only the first N episodes (quick check; the score is then not comparable)",
+    )
     p.add_argument("--static", action="store_true", help="only the checks that run nothing (no episodes)")
 
     p = _add(
-        sub, "submit", cmd_submit, "upload a policy and follow its evaluation",
+        sub,
+        "submit",
+        cmd_submit,
+        "upload a policy and follow its evaluation",
         "Bundle PATH (a .py file, or a directory with policy.py; at most 50 MB and 100 files), run the static\n"
         "checks, upload it with a progress bar, then follow the evaluation until its score and rank are known.",
         "  layersched submit my_policy.py\n"
-        "  layersched submit my_policy/ --name mlp-v2 --message \"imitation + 200 PG episodes\"\n"
+        '  layersched submit my_policy/ --name mlp-v2 --message "imitation + 200 PG episodes"\n'
         "  layersched submit my_policy/ --no-wait      # then: layersched status ID\n",
     )
     p.add_argument("path", type=Path, help="a policy .py file or a directory with policy.py")
     p.add_argument("--name", help="submission name, 1-100 characters (default: the file or directory name)")
     p.add_argument("--message", "-m", default="", help="a description for you and the organisers")
-    p.add_argument("--wait", action=argparse.BooleanOptionalAction, default=True,
-                   help="follow the evaluation until it ends (default: --wait)")
+    p.add_argument(
+        "--wait",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="follow the evaluation until it ends (default: --wait)",
+    )
     p.add_argument("--skip-checks", action="store_true", help="upload even if the local static checks fail")
     p.add_argument("--poll", type=_positive_float, default=2.0, metavar="S", help="seconds between status checks")
     p.add_argument("--timeout", type=_positive_float, metavar="S", help="stop following after S seconds")
 
     p = _add(
-        sub, "status", cmd_status, "show one submission, or list yours",
+        sub,
+        "status",
+        cmd_status,
+        "show one submission, or list yours",
         "Without ID: your submissions, newest first. With ID: state, progress, score, rank and the provenance\n"
         "of every evaluation (evaluation set, simulator version, sandbox image, bundle hash).",
         "  layersched status\n  layersched status 12\n  layersched status 12 --json\n",
@@ -149,7 +177,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = _add(
-        sub, "logs", cmd_logs, "show the per-episode log of a submission",
+        sub,
+        "logs",
+        cmd_logs,
+        "show the per-episode log of a submission",
         "Status and message of every episode; output and tracebacks for public sample episodes only.",
         "  layersched logs 12\n  layersched logs 12 --json\n",
     )
@@ -157,7 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = _add(
-        sub, "leaderboard", cmd_leaderboard, "show the leaderboard",
+        sub,
+        "leaderboard",
+        cmd_leaderboard,
+        "show the leaderboard",
         "Rank, score (ratio to Greedy, lower is better) with its 95% interval, and the baseline rows.",
         "  layersched leaderboard\n  layersched leaderboard --split private      # once published\n"
         "  layersched leaderboard --json | jq '.rows[0]'\n",
@@ -166,25 +200,51 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = _add(
-        sub, "sim", cmd_sim, "run the simulator's baseline table (python -m layersched.sim)",
+        sub,
+        "sim",
+        cmd_sim,
+        "run the simulator's baseline table (python -m layersched.sim)",
         "Everything after `sim` goes to `python -m layersched.sim`; see `layersched sim --help`.",
         "  layersched sim\n  layersched sim --nodes 5 --rate 0.5 --json\n",
     )
     p.add_argument("sim_args", nargs=argparse.REMAINDER, help="arguments for the simulator's CLI")
 
     p = _add(
-        sub, "evalset", cmd_evalset_verify, "verify a revealed evaluation set",
+        sub,
+        "evalset",
+        cmd_evalset_verify,
+        "verify a revealed evaluation set",
         "After the challenge the organisers publish the evaluation-set file; check that it matches the\n"
         "commitment (SHA-256) they published before it.",
         "  layersched evalset verify final.toml 9c1e...64 hex digits\n",
     )
     ev = p.add_subparsers(dest="evalset_command", metavar="ACTION")
     ev.required = True
-    v = ev.add_parser("verify", help="check FILE against COMMITMENT", formatter_class=_Formatter,
-                      description="Exit 0 if FILE has the published COMMITMENT, 1 otherwise.",
-                      epilog="examples:\n  layersched evalset verify final.toml 9c1e...\n")
+    v = ev.add_parser(
+        "verify",
+        help="check FILE against COMMITMENT",
+        formatter_class=_Formatter,
+        description="Exit 0 if FILE has the published COMMITMENT, 1 otherwise.",
+        epilog="examples:\n  layersched evalset verify final.toml 9c1e...\n",
+    )
     v.add_argument("file", type=Path, help="the evaluation-set file")
     v.add_argument("commitment", help="the published SHA-256 (64 hex digits)")
+
+    p = _add(
+        sub,
+        "serve",
+        cmd_serve,
+        "run the whole service on this machine (organisers, demos)",
+        "Start the API, the leaderboard pages and a worker with SQLite storage and an embedded broker; the\n"
+        "Docker sandbox when an engine is reachable, the process sandbox otherwise. Needs the server extra:\n"
+        "pip install 'layersched[server]'.",
+        "  layersched serve --demo                    # prints a demo organiser's and student's tokens\n"
+        "  layersched serve --host 0.0.0.0 --port 8080 --data-dir /srv/layersched\n",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=_positive_int, default=8000, help="port (default 8000)")
+    p.add_argument("--data-dir", type=Path, default=Path("var"), help="database, broker and bundles (default ./var)")
+    p.add_argument("--demo", action="store_true", help="create demo users, print their tokens, submit a policy")
 
     from layersched.sdk.admin import add_admin_parser
 
@@ -212,6 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except SimError as exc:  # evalset verify, sim: bad files or parameters, already one clear sentence
         return _fail(str(exc))
+    except OSError as exc:  # unreadable policy, unwritable starter directory, full disk
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(f"{where}{exc.strerror or exc}")
 
 
 def _fail(message: str) -> int:
@@ -356,6 +419,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
         try:
             final = client.wait(submission.id, on_update=on_update, poll_interval=args.poll, timeout=args.timeout)
+        except WaitTimeout as exc:
+            raise WaitTimeout(f"{exc}; follow it with: layersched status {submission.id}") from None
         finally:
             bar.close()
     print(_outcome_line(final))
@@ -372,8 +437,9 @@ def _outcome_line(sub: Any) -> str:
     if sub.state == "succeeded" and sub.score is not None:
         rank = f"rank {sub.rank}" if sub.rank is not None else "not ranked (not your best, or the board is frozen)"
         per = ", ".join(f"{k} {v:.3f}" for k, v in sub.score.per_scenario.items())
+        score = sub.score
         return (
-            f"#{sub.id} succeeded: score {sub.score.overall:.4f} (95% CI {sub.score.ci_low:.4f}-{sub.score.ci_high:.4f},"
+            f"#{sub.id} succeeded: score {score.overall:.4f} (95% CI {score.ci_low:.4f}-{score.ci_high:.4f},"
             f" ratio to Greedy, lower is better), {rank}" + (f"\n  per scenario: {per}" if per else "")
         )
     if sub.error is not None:
@@ -396,9 +462,15 @@ def cmd_status(args: argparse.Namespace) -> int:
                 print("no submissions yet: layersched submit PATH")
                 return 0
             rows = [
-                [f"#{s.id}", s.name, s.state, f"{s.progress.done}/{s.progress.total}",
-                 f"{s.score.overall:.4f}" if s.score else "-", str(s.rank) if s.rank is not None else "-",
-                 s.created_at[:19].replace("T", " ")]
+                [
+                    f"#{s.id}",
+                    s.name,
+                    s.state,
+                    f"{s.progress.done}/{s.progress.total}",
+                    f"{s.score.overall:.4f}" if s.score else "-",
+                    str(s.rank) if s.rank is not None else "-",
+                    s.created_at[:19].replace("T", " "),
+                ]
                 for s in page.data
             ]
             print(_table(["id", "name", "state", "episodes", "score", "rank", "created"], rows))
@@ -417,8 +489,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"bundle sha256: {sub.bundle_sha256}")
     for e in sub.evaluations:
         print(
-            f"  evaluation #{e.id} {e.kind} {e.state} {e.progress.done}/{e.progress.total}: set {e.evalset_commitment[:12]},"
-            f" sim {e.sim_version}, sandbox {e.sandbox}, image {(e.image_digest or '-')[:19]}"
+            f"  evaluation #{e.id} {e.kind} {e.state} {e.progress.done}/{e.progress.total}:"
+            f" set {e.evalset_commitment[:12]}, sim {e.sim_version or '-'}, sandbox {e.sandbox or '-'},"
+            f" image {(e.image_digest or '-')[:19]}"
             + (f", error {e.error.category}: {e.error.message}" if e.error else "")
             + (f", audit {e.audit.verdict}" if e.audit else "")
         )
@@ -453,8 +526,11 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         _print_json(asdict(board))
         return 0
     flags = [word for word, on in (("frozen", board.frozen), ("published", board.published)) if on]
-    print(f"{board.split} leaderboard" + (f" ({', '.join(flags)})" if flags else "") +
-          ": score = ratio to Greedy, lower is better")
+    print(
+        f"{board.split} leaderboard"
+        + (f" ({', '.join(flags)})" if flags else "")
+        + ": score = ratio to Greedy, lower is better"
+    )
     rows = [
         [
             str(r.rank) if r.rank is not None else "-",
@@ -481,6 +557,16 @@ def _run_sim(argv: list[str]) -> int:
     return sim_main(argv)
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from layersched.worker.serve import serve
+    except ImportError as exc:
+        raise ConfigError(
+            f"layersched serve needs the server extra (missing module {exc.name!r}): pip install 'layersched[server]'"
+        ) from None
+    return serve(host=args.host, port=args.port, data_dir=args.data_dir, demo=args.demo)
+
+
 def cmd_evalset_verify(args: argparse.Namespace) -> int:
     from layersched.sim.evalset import verify_evalset
 
@@ -502,4 +588,3 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
 
 def _print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, sort_keys=False))
-

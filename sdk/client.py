@@ -21,13 +21,12 @@ import time
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, Generic, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
 import httpx
-
 from layersched.sdk.bundle import Bundle
 from layersched.sdk.config import Config, load_config, normalise_server
-from layersched.sdk.errors import ApiError, ServerError, ServerUnreachable, error_for
+from layersched.sdk.errors import ApiError, ServerError, ServerUnreachable, WaitTimeout, error_for
 
 API_PREFIX = "/api/v1"
 TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled"})
@@ -294,7 +293,7 @@ class Client:
 
     def logs(self, submission_id: int) -> list[EpisodeLog]:
         raw = self._request("GET", f"/submissions/{submission_id}/logs")
-        return _decode(list[EpisodeLog], _field(raw, "data", "logs"), "logs.data")
+        return _decode_list(EpisodeLog, _field(raw, "data", "logs"), "logs.data")
 
     def select(self, submission_id: int) -> None:
         self._request("POST", f"/submissions/{submission_id}/select")
@@ -370,7 +369,9 @@ class Client:
         sleep: Callable[[float], None] = time.sleep,
     ) -> EvaluationDetail:
         """Poll an evaluation (rerun or audit) until it ends."""
-        return _poll(lambda: self.admin_evaluation(evaluation_id), on_update, poll_interval, timeout, sleep, self.server)
+        return _poll(
+            lambda: self.admin_evaluation(evaluation_id), on_update, poll_interval, timeout, sleep, self.server
+        )
 
     # ---------------------------------------------------------------- transport
 
@@ -480,9 +481,7 @@ def _poll(
         if current.finished:
             return current
         if timeout is not None and time.monotonic() - started > timeout:
-            raise ServerUnreachable(
-                f"gave up waiting after {timeout:g} s; the evaluation goes on at {server}", server=server
-            )
+            raise WaitTimeout(f"gave up waiting after {timeout:g} s; the evaluation goes on at {server}")
         sleep(poll_interval)
 
 
@@ -493,7 +492,7 @@ def _field(raw: Any, name: str, where: str) -> Any:
 
 
 def _page(raw: Any, item: type[T], where: str) -> Page[T]:
-    data = _decode(list[item], _field(raw, "data", where), f"{where}.data")  # type: ignore[valid-type]
+    data = _decode_list(item, _field(raw, "data", where), f"{where}.data")
     count = _decode(int, _field(raw, "count", where), f"{where}.count")
     return Page(data=data, count=count)
 
@@ -503,8 +502,16 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _decode(tp: Any, value: Any, where: str) -> Any:
+def _decode(tp: type[T], value: Any, where: str) -> T:
     """Check ``value`` (parsed JSON) against the type ``tp`` and build dataclasses; raise ``ServerError`` if off."""
+    return cast(T, _decode_any(tp, value, where))
+
+
+def _decode_list(item: type[T], value: Any, where: str) -> list[T]:
+    return cast(list[T], _decode_any(list[item], value, where))  # type: ignore[valid-type]
+
+
+def _decode_any(tp: Any, value: Any, where: str) -> Any:
 
     def bad(expected: str) -> ServerError:
         return ServerError(200, "invalid_response", f"{where}: expected {expected}, got {_short(value)}")
@@ -519,7 +526,7 @@ def _decode(tp: Any, value: Any, where: str) -> Any:
         real = [o for o in options if o is not type(None)]
         if len(real) != 1:
             raise TypeError(f"_decode does not support {tp!r}")
-        return _decode(real[0], value, where)
+        return _decode_any(real[0], value, where)
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         if not isinstance(value, dict):
             raise bad(f"a JSON object for {tp.__name__}")
@@ -527,7 +534,7 @@ def _decode(tp: Any, value: Any, where: str) -> Any:
         kwargs: dict[str, Any] = {}
         for f in dataclasses.fields(tp):
             if f.name in value:
-                kwargs[f.name] = _decode(hints[f.name], value[f.name], f"{where}.{f.name}")
+                kwargs[f.name] = _decode_any(hints[f.name], value[f.name], f"{where}.{f.name}")
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise ServerError(200, "invalid_response", f"{where}: missing field {f.name!r} in {_short(value)}")
         return tp(**kwargs)
@@ -535,12 +542,12 @@ def _decode(tp: Any, value: Any, where: str) -> Any:
         if not isinstance(value, list):
             raise bad("a JSON array")
         (item,) = get_args(tp)
-        return [_decode(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_decode_any(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
             raise bad("a JSON object")
         _, item = get_args(tp)
-        return {str(k): _decode(item, v, f"{where}.{k}") for k, v in value.items()}
+        return {str(k): _decode_any(item, v, f"{where}.{k}") for k, v in value.items()}
     if origin is Literal:
         if value not in get_args(tp):
             raise bad(" or ".join(repr(a) for a in get_args(tp)))

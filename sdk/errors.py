@@ -6,6 +6,7 @@ Hierarchy::
     ├── ConfigError               no server or token configured, unreadable or unwritable config file
     ├── BundleError               the local bundle breaks a limit (size, file count), holds a link, lacks policy.py
     ├── PolicyCheckError          ``check_policy``: the policy broke the contract on a local episode
+    ├── WaitTimeout               ``Client.wait`` gave up following an evaluation (which goes on on the server)
     ├── ServerUnreachable         no HTTP answer at all: connection refused, DNS failure, timeout
     └── ApiError                  the server answered with an error body (status, code, message)
         ├── AuthError             401: missing, wrong or revoked token
@@ -39,6 +40,10 @@ class BundleError(LayerschedError):
 
 class PolicyCheckError(LayerschedError):
     """The policy broke the contract during a local check."""
+
+
+class WaitTimeout(LayerschedError):
+    """Following an evaluation took longer than the caller allowed; the evaluation itself goes on."""
 
 
 class ServerUnreachable(LayerschedError):

@@ -1,13 +1,14 @@
-"""Run a policy on evaluation-set episodes in a child process, for ``layersched validate``.
+"""Run a policy on evaluation-set episodes for ``layersched validate``, in two places.
 
-Why a child process: the student's module may crash, hang, print, or change global state; none of it must take
-down or skew the CLI, and the decision times must not include our own work. The child imports the policy once,
-checks the contract, then runs each episode with ``layersched.sim.episode.run_episode`` and streams one JSON line
-per result on a private file descriptor (the policy's own prints go to stderr, which the parent keeps a tail of).
-
-This is an in-process reference run, not the sandbox: the policy sees the full ``ClusterEnv``. When
-``layersched.worker.runner`` (the process sandbox backend) lands, ``run_in_subprocess`` is the one call site to
-switch to it; the records it yields stay the same.
+1. A child process of ours (``run_in_subprocess``): imports the policy, runs ``check_policy`` on a fresh episode
+   and times every decision of the first episode in-process. The student's module may crash, hang, print or change
+   global state; none of it takes down or skews the CLI. Results stream as JSON lines on a private file descriptor
+   (the policy's own prints go to stderr, of which the parent keeps the tail).
+2. The worker's own sandbox harness (``run_in_worker_sandbox``: ``layersched.worker.runner.open_sandbox`` with the
+   ``process`` backend): every scored episode, plus the first one again to check that the actions reproduce,
+   exactly as the server drives them (a replica env that sees no future task, one fork per episode, the same seeds
+   and decision deadline). If the worker package cannot be imported, the child runs the episodes itself with
+   ``layersched.sim.episode.run_episode`` and says so.
 
 Child usage (internal): ``python -m layersched.sdk.localrun`` with a JSON request on stdin.
 """
@@ -15,8 +16,10 @@ Child usage (internal): ``python -m layersched.sdk.localrun`` with a JSON reques
 from __future__ import annotations
 
 import collections
+import contextlib
 import importlib.util
 import json
+import logging
 import os
 import queue
 import random
@@ -25,7 +28,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -44,7 +47,7 @@ class RunRequest:
     evalset_path: str | None
     deadline_s: float
     max_episodes: int | None = None
-    repeat_first: bool = True  # rerun the first episode to check that the actions reproduce
+    all_episodes: bool = True  # False: only the timed first episode (the worker's harness scores the rest)
 
 
 @dataclass
@@ -94,7 +97,7 @@ def run_in_subprocess(
     stderr = proc.stderr
 
     def read_stderr() -> None:
-        for chunk in iter(lambda: stderr.read1(4096), b""):
+        for chunk in iter(lambda: os.read(stderr.fileno(), 4096), b""):
             tail.append(chunk)
             tail_size[0] += len(chunk)
             while tail_size[0] > STDERR_TAIL_BYTES and len(tail) > 1:
@@ -228,8 +231,12 @@ def _child_main(out: TextIO) -> int:
         send(kind="contract", ok=False, message=str(exc))
         return 1
     except Exception as exc:
-        send(kind="contract", ok=False, message=f"policy raised {type(exc).__name__}: {exc}",
-             traceback=traceback.format_exc())
+        send(
+            kind="contract",
+            ok=False,
+            message=f"policy raised {type(exc).__name__}: {exc}",
+            traceback=traceback.format_exc(),
+        )
         return 1
 
     times: list[float] = []
@@ -252,23 +259,37 @@ def _child_main(out: TextIO) -> int:
         except PolicyError as exc:
             return {**base, "status": "invalid_action", "message": str(exc)}
         except Exception as exc:
-            return {**base, "status": "crash", "message": f"step {len(times) - 1}: {type(exc).__name__}: {exc}",
-                    "traceback": traceback.format_exc()}
+            return {
+                **base,
+                "status": "crash",
+                "message": f"step {len(times) - 1}: {type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc(),
+            }
         slowest = max(times)
         status = "timeout" if slowest > req.deadline_s else "ok"
         m = result.metrics
-        return {**base, "status": status,
-                "message": f"slowest decision {slowest:.3f} s > deadline {req.deadline_s:g} s" if status != "ok" else "",
-                "mean_completion": m.mean_completion, "p95_completion": m.p95_completion,
-                "cloud_share": m.cloud_share, "trace_hash": result.trace_hash,
-                "decisions": len(times), "time_mean": sum(times) / len(times), "time_max": slowest}
+        return {
+            **base,
+            "status": status,
+            "message": f"slowest decision {slowest:.3f} s > deadline {req.deadline_s:g} s" if status != "ok" else "",
+            "mean_completion": m.mean_completion,
+            "p95_completion": m.p95_completion,
+            "cloud_share": m.cloud_share,
+            "trace_hash": result.trace_hash,
+            "decisions": len(times),
+            "time_mean": sum(times) / len(times),
+            "time_max": slowest,
+        }
 
+    if not req.all_episodes:
+        send(kind="timing", **run(jobs[0]))
+        return 0
     first: dict[str, Any] | None = None
     for job in jobs:
         record = run(job)
         first = first or record
         send(kind="episode", **record)
-    if req.repeat_first and first is not None and first["status"] == "ok":
+    if first is not None and first["status"] == "ok":
         again = run(jobs[0])
         send(kind="repeat", same=again.get("trace_hash") == first["trace_hash"], episode=first["episode"])
     return 0
@@ -285,8 +306,76 @@ def _child() -> int:
         out.close()
 
 
-def iter_episode_messages(outcome: RunOutcome) -> Iterator[dict[str, Any]]:
-    return (m for m in outcome.messages if m.get("kind") == "episode")
+def worker_sandbox_available() -> bool:
+    """Whether the worker's sandbox runner is installed (it is part of the ``layersched`` distribution)."""
+    try:
+        import layersched.worker.runner  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def run_in_worker_sandbox(
+    bundle_path: Path,
+    bundle_sha256: str,
+    jobs: list[Any],
+    *,
+    deadline_s: float,
+    on_message: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Every job through the worker's harness (process backend), then the first again; messages as the child's."""
+    from layersched.sim.episodes import policy_seed
+    from layersched.worker.limits import SandboxLimits
+    from layersched.worker.runner import EpisodeJob, open_sandbox
+
+    messages: list[dict[str, Any]] = []
+
+    def emit(message: dict[str, Any]) -> None:
+        messages.append(message)
+        if on_message is not None:
+            on_message(message)
+
+    def run(session: Any, job: Any) -> dict[str, Any]:
+        seed = policy_seed(bundle_sha256, job.scenario.content_hash, job.episode.id)
+        outcome = session.run_episode(EpisodeJob(job.scenario_name, job.scenario, job.episode, seed))
+        record: dict[str, Any] = {
+            "scenario": outcome.scenario_name,
+            "episode": outcome.episode_id,
+            "status": outcome.status,
+            "message": outcome.message,
+            "trace_hash": outcome.trace_hash,
+            "stdout": outcome.stdout,
+            "stderr": outcome.stderr,
+        }
+        if outcome.metrics is not None:
+            record.update(
+                mean_completion=outcome.metrics.mean_completion,
+                p95_completion=outcome.metrics.p95_completion,
+                cloud_share=outcome.metrics.cloud_share,
+            )
+        return record
+
+    # The process backend warns that it is weaker than docker: true, and irrelevant on the student's own machine.
+    backend_log = logging.getLogger("layersched.worker.process_backend")
+    level = backend_log.level
+    backend_log.setLevel(logging.ERROR)
+    try:
+        with contextlib.closing(
+            open_sandbox(bundle_path, backend="process", limits=SandboxLimits(decision_seconds=deadline_s))
+        ) as session:
+            first: dict[str, Any] | None = None
+            for job in jobs:
+                record = run(session, job)
+                first = first or record
+                emit({"kind": "episode", **record})
+            if first is not None and first["status"] == "ok":
+                again = run(session, jobs[0])
+                emit(
+                    {"kind": "repeat", "same": again["trace_hash"] == first["trace_hash"], "episode": first["episode"]}
+                )
+    finally:
+        backend_log.setLevel(level)
+    return messages
 
 
 if __name__ == "__main__":

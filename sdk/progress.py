@@ -67,9 +67,7 @@ class ProgressBar:
         self._closed = True
         if note is not None:
             self.note = note
-        if self._tty:
-            self._draw(time.monotonic(), end="\n")
-        elif self.render() != self._last_text:
+        if self._tty or self.render() != self._last_text:
             self._draw(time.monotonic(), end="\n")
 
     def __enter__(self) -> ProgressBar:
@@ -81,7 +79,7 @@ class ProgressBar:
     def render(self) -> str:
         if self.total:
             share = min(max(self.done / self.total, 0.0), 1.0)
-            filled = int(round(share * self.width))
+            filled = round(share * self.width)
             bar = "#" * filled + "." * (self.width - filled)
             counts = f"{self._fmt(self.done)}/{self._fmt(self.total)}"
             text = f"{self.label} [{bar}] {share:4.0%} {counts}"

@@ -2,11 +2,13 @@
 
 1. Bundle limits and links (``bundle.make_bundle``), syntax, the ``policy`` entry point and imports the sandbox
    image lacks (``checks.static_findings``): nothing is executed.
-2. In a child process (``localrun``): import the policy, ``check_policy`` on a fresh episode, then every public
-   episode of the sample evaluation set with the seeds the server uses, timing each decision against the deadline,
-   and the first episode once more to check that its actions reproduce (audits compare action traces).
-3. The six baselines on the same episodes, in-process, and the score: per scenario the ratio of mean completion
-   times to Greedy's, overall their weighted geometric mean (lower is better, 1.0 is Greedy).
+2. In a child process (``localrun``): import the policy, ``check_policy`` on a fresh episode, and time every
+   decision of the first episode against the deadline.
+3. Every public episode of the sample evaluation set through the worker's own sandbox harness (process backend),
+   with the seeds and deadline the server uses, and the first episode once more to check that its actions
+   reproduce (audits compare action traces).
+4. The six baselines on the same episodes, in-process, and the score from ``layersched.sim.scoring``: per scenario
+   the ratio of mean completion times to Greedy's, overall their weighted geometric mean (lower is better).
 """
 
 from __future__ import annotations
@@ -20,7 +22,13 @@ from typing import Any
 from layersched.sdk.bundle import Bundle, make_bundle
 from layersched.sdk.checks import Finding, static_findings
 from layersched.sdk.errors import BundleError
-from layersched.sdk.localrun import RunRequest, run_in_subprocess, sample_evalset
+from layersched.sdk.localrun import (
+    RunRequest,
+    run_in_subprocess,
+    run_in_worker_sandbox,
+    sample_evalset,
+    worker_sandbox_available,
+)
 
 DEFAULT_DEADLINE_S = 1.0
 POLICY_ROW = "your policy"
@@ -43,6 +51,7 @@ class ValidationReport:
     rows: list[ScoreRow] = field(default_factory=list)
     evalset_name: str = ""
     stderr_tail: str = ""
+    runner: str = ""  # where the scored episodes ran
 
     @property
     def ok(self) -> bool:
@@ -80,8 +89,13 @@ def validate(
     evalset_path: str | Path | None = None,
     max_episodes: int | None = None,
     on_message: Callable[[dict[str, Any]], None] | None = None,
+    use_worker_sandbox: bool | None = None,
 ) -> ValidationReport:
-    """All three steps; the report's findings say what would fail or be slow on the server."""
+    """All steps; the report's findings say what would fail or be slow on the server.
+
+    ``use_worker_sandbox`` (default: whenever ``layersched.worker`` is installed) runs the scored episodes through the
+    worker's harness; otherwise the child process runs them in-process.
+    """
     report = static_check(path)
     if not report.ok or report.bundle is None:
         return report
@@ -89,6 +103,7 @@ def validate(
     evalset = sample_evalset(str(evalset_path) if evalset_path is not None else None)
     report.evalset_name = evalset.name
     jobs = evalset.jobs("public")[:max_episodes] if max_episodes is not None else evalset.jobs("public")
+    sandbox = worker_sandbox_available() if use_worker_sandbox is None else use_worker_sandbox
     request = RunRequest(
         entry_point=str(bundle.entry_point.resolve()),
         bundle_root=str(bundle.root.resolve()),
@@ -96,23 +111,32 @@ def validate(
         evalset_path=str(Path(evalset_path).resolve()) if evalset_path is not None else None,
         deadline_s=deadline_s,
         max_episodes=max_episodes,
+        all_episodes=not sandbox,
     )
     outcome = run_in_subprocess(
         request,
-        total_episodes=len(jobs),
+        total_episodes=len(jobs) if not sandbox else 1,
         n_tasks_max=max(job.scenario.n_tasks for job in jobs),
         on_message=on_message,
     )
     report.stderr_tail = outcome.stderr_tail
-    _interpret(report, outcome.messages, deadline_s)
+    messages = outcome.messages
     if outcome.killed_after_s is not None:
         report.findings.append(
             Finding("error", f"the policy was stopped after {outcome.killed_after_s:.0f} s without finishing (a hang?)")
         )
-    elif not any(m.get("kind") in ("import_error", "contract") for m in outcome.messages) and outcome.returncode:
+    elif not any(m.get("kind") in ("import_error", "contract") for m in messages) and outcome.returncode:
         report.findings.append(
             Finding("error", f"the policy's process died with exit code {outcome.returncode} (see its stderr above)")
         )
+    elif sandbox and any(m.get("kind") == "timing" for m in messages):
+        report.runner = "the worker's sandbox harness (process backend)"
+        messages = messages + run_in_worker_sandbox(
+            bundle.source, bundle.sha256, jobs, deadline_s=deadline_s, on_message=on_message
+        )
+    else:
+        report.runner = "a local process (layersched.worker is not installed)"
+    _interpret(report, messages, deadline_s)
     if report.ok and report.episodes and all(e["status"] == "ok" for e in report.episodes):
         report.rows = _score_rows(jobs, report.episodes, evalset.weights)
     return report
@@ -128,24 +152,33 @@ def _interpret(report: ValidationReport, messages: list[dict[str, Any]], deadlin
             report.findings.append(Finding("ok" if m["ok"] else "error", m["message"]))
             if not m["ok"] and m.get("traceback"):
                 report.stderr_tail = (report.stderr_tail + "\n" + m["traceback"]).strip()
-        elif kind == "episode":
-            report.episodes.append(m)
-            if m["status"] != "ok":
+        elif kind == "timing" and m["status"] == "ok":
+            pass  # its decision times are summed up below; a failure shows again in the scored run
+        elif kind in ("episode", "timing"):
+            if kind == "episode":
+                report.episodes.append(m)
+            if m["status"] != "ok" and kind == "episode":
+                message = str(m["message"])
+                if "\n" in message:  # the harness appends the traceback: keep its first and last lines here
+                    lines = [line for line in message.splitlines() if line.strip()]
+                    report.stderr_tail = (report.stderr_tail + "\n" + message).strip()
+                    message = f"{lines[0]}: {lines[-1].strip()}"
                 report.findings.append(
-                    Finding("error", f"episode {m['scenario']}/{m['episode']}: {m['status']}: {m['message']}")
+                    Finding("error", f"episode {m['scenario']}/{m['episode']}: {m['status']}: {message}")
                 )
-                if m.get("traceback"):
-                    report.stderr_tail = (report.stderr_tail + "\n" + m["traceback"]).strip()
+                for extra in (m.get("traceback"), m.get("stderr")):
+                    if extra:
+                        report.stderr_tail = (report.stderr_tail + "\n" + extra).strip()
         elif kind == "repeat" and not m["same"]:
             report.findings.append(
                 Finding(
                     "warning",
                     f"episode {m['episode']} run twice with the same seeds gave different actions: the policy depends "
-                    f"on something besides (env, task, rng) and its globals (time, files, state kept across episodes); "
-                    f"audits will report a mismatch",
+                    f"on something besides (env, task, rng) and the seeded generators (the clock, files, unseeded "
+                    f"randomness); audits will report a mismatch",
                 )
             )
-    timed = [e for e in report.episodes if "time_max" in e]
+    timed = [m for m in messages if m.get("kind") in ("episode", "timing") and "time_max" in m]
     if timed:
         slowest = max(e["time_max"] for e in timed)
         mean = sum(e["time_mean"] * e["decisions"] for e in timed) / sum(e["decisions"] for e in timed)
@@ -154,7 +187,9 @@ def _interpret(report: ValidationReport, messages: list[dict[str, Any]], deadlin
             report.findings.append(Finding("error", text + ": over the deadline, the server will stop the episode"))
         elif slowest > 0.5 * deadline_s or mean > 0.25 * deadline_s:
             report.findings.append(
-                Finding("warning", text + ": close to the deadline; the sandbox has a single CPU thread and may be slower")
+                Finding(
+                    "warning", text + ": close to the deadline; the sandbox has a single CPU thread and may be slower"
+                )
             )
         else:
             report.findings.append(Finding("ok", text))
@@ -198,7 +233,7 @@ def format_report(report: ValidationReport) -> str:
         lines.append("")
         lines.append(
             f"score on {n} public sample episode{'s' if n != 1 else ''} of {report.evalset_name!r} "
-            f"(ratio to Greedy, lower is better):"
+            f"(ratio to Greedy, lower is better), run in {report.runner}:"
         )
         header = f"  {'policy':<13} {'score':>7}" + "".join(f" {sc[:14] + ' (s)':>19}" for sc in scenarios)
         lines.append(header)
@@ -211,5 +246,7 @@ def format_report(report: ValidationReport) -> str:
         warn = f", {report.warnings} warning{'s' if report.warnings != 1 else ''}" if report.warnings else ""
         lines.append(f"{report.path}: ready to submit{warn}")
     else:
-        lines.append(f"{report.path}: {report.errors} problem{'s' if report.errors != 1 else ''} to fix before submitting")
+        lines.append(
+            f"{report.path}: {report.errors} problem{'s' if report.errors != 1 else ''} to fix before submitting"
+        )
     return "\n".join(lines)

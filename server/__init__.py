@@ -1,1 +1,1 @@
-"""layersched."""
+"""The evaluation service: FastAPI app, storage (SQLAlchemy + Alembic), bundles, queue and leaderboard."""

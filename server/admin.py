@@ -17,6 +17,10 @@ from alembic.config import Config
 from layersched.server import storage
 from layersched.server.config import Settings, get_settings
 from layersched.server.db import make_engine, make_sessionmaker, session_scope
+from layersched.server.errors import ServiceError
+
+# What the CLI catches: every deliberate failure here (Conflict, NotFound) is a ServiceError with a .message.
+AdminError = ServiceError
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 
@@ -91,22 +95,38 @@ def revoke_token(*, token_id: int, settings: Settings | None = None) -> None:
         engine.dispose()
 
 
+@dataclass(frozen=True)
+class RegisteredEvalSet:
+    name: str
+    commitment: str
+    path: str
+    scenarios: list[dict[str, Any]]
+
+
 def register_evalset(
     *,
-    name: str,
-    commitment: str,
-    path: str,
-    scenarios: Sequence[dict[str, Any]],
+    path: str | Path,
+    name: str | None = None,
+    commitment: str | None = None,
+    scenarios: Sequence[dict[str, Any]] | None = None,
     current: bool = True,
     settings: Settings | None = None,
-) -> None:
-    """Make an evaluation set known to the server (``scenarios``: ``[{"name", "weight", "public_episodes"}]``)."""
+) -> RegisteredEvalSet:
+    """Make an evaluation set known to the server, current for new submissions unless ``current=False``.
+
+    With only ``path``, the file is loaded and validated by ``layersched.sim.evalset`` and its name, commitment and
+    public scenario summary are taken from it. Otherwise ``name``, ``commitment`` and ``scenarios``
+    (``[{"name", "weight", "public_episodes"}]``) are stored as given. Baseline reference rows are not computed
+    here (that runs the simulator: the worker's ``register_evalset_file`` does it).
+    """
     settings = settings or get_settings()
+    if name is None or commitment is None or scenarios is None:
+        name, commitment, scenarios = _describe_evalset_file(Path(path))
     engine = make_engine(settings.database_url)
     try:
         with session_scope(make_sessionmaker(engine)) as session:
-            storage.register_evalset(
-                session=session, name=name, commitment=commitment, path=path, scenarios=scenarios, current=current
+            row = storage.register_evalset(
+                session=session, name=name, commitment=commitment, path=str(path), scenarios=scenarios, current=current
             )
             storage.log_action(
                 session=session,
@@ -115,5 +135,17 @@ def register_evalset(
                 target=f"evalset:{name}",
                 detail={"commitment": commitment, "current": current},
             )
+            return RegisteredEvalSet(row.name, row.commitment, row.path, list(row.scenarios))
     finally:
         engine.dispose()
+
+
+def _describe_evalset_file(path: Path) -> tuple[str, str, list[dict[str, Any]]]:
+    from layersched.sim.evalset import load_evalset
+
+    evalset = load_evalset(path)
+    scenarios = [
+        {"name": sc.name, "weight": sc.weight, "public_episodes": sum(ep.split == "public" for ep in sc.episodes)}
+        for sc in evalset.scenarios
+    ]
+    return evalset.name, evalset.commitment, scenarios

@@ -47,6 +47,10 @@ class Settings(BaseSettings):
         int, Field(gt=0, description="Redis visibility timeout; above any evaluation's time")
     ] = 7200
     baseline_cache_dir: Path = Path("./var/baselines")
+    reconcile_interval_s: Annotated[float, Field(gt=0, description="how often the reconciler looks for lost work")] = 30
+    requeue_after_s: Annotated[
+        float, Field(gt=0, description="a queued evaluation this old, with its queue empty, is sent again")
+    ] = 120
 
     @property
     def max_bundle_bytes(self) -> int:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from layersched.server import storage
 from layersched.server.errors import Forbidden
-from layersched.server.models import Submission, User
+from layersched.server.models import BaselineResult, Submission, User
 from layersched.server.schemas import Leaderboard, LeaderboardRow
 from sqlalchemy.orm import Session
 
@@ -61,7 +61,12 @@ def build_leaderboard(*, session: Session, split: Split) -> Leaderboard:
         for i, (submission, score) in enumerate(ranked, start=1)
     ]
     if evalset is not None:
-        for baseline in storage.list_baseline_results(session=session, evalset_commitment=evalset.commitment):
+        # One row per baseline: the newest (a simulator release re-scores them under a new version).
+        latest: dict[str, BaselineResult] = {}
+        for result in storage.list_baseline_results(session=session, evalset_commitment=evalset.commitment):
+            if result.baseline not in latest or result.created_at > latest[result.baseline].created_at:
+                latest[result.baseline] = result
+        for baseline in latest.values():
             score = _score(baseline.score_public if split == "public" else baseline.score_private)
             if score is None:
                 continue

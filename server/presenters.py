@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from layersched.server import storage
 from layersched.server.models import EpisodeResult, Evaluation, Submission
@@ -15,6 +15,7 @@ from layersched.server.schemas import (
     EvaluationPublic,
     Progress,
     Score,
+    State,
     SubmissionPublic,
 )
 
@@ -81,7 +82,7 @@ def submission_public(submission: Submission, *, rank: int | None = None) -> Sub
         owner=submission.owner.name,
         created_at=submission.created_at,
         bundle_sha256=submission.bundle_sha256,
-        state=primary.state if primary else "queued",
+        state=cast(State, primary.state) if primary else "queued",  # CHECK constraint guarantees the value
         disqualified=submission.disqualified_reason,
         progress=Progress(done=primary.progress_done if primary else 0, total=primary.progress_total if primary else 0),
         error=_error(primary),

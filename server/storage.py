@@ -54,7 +54,11 @@ def create_user(
         raise Conflict(f"a user with {field} {name if field == 'name' else email!r} already exists")
     user = User(name=name, email=email, role=role)
     session.add(user)
-    session.flush()
+    try:
+        session.flush()
+    except IntegrityError as exc:  # a concurrent request took the name or email first
+        session.rollback()
+        raise Conflict(f"a user with name {name!r} or email {email!r} already exists") from exc
     _log(session, actor, "create_user", f"user:{user.id}", {"name": name, "role": role})
     session.commit()
     return user
@@ -115,8 +119,11 @@ def authenticate(*, session: Session, token: str, now: dt.datetime | None = None
     # The lookup part finds the row; the secret is compared in constant time so timing reveals nothing of it.
     if not hmac.compare_digest(row.token_sha256, _hash_token(token)):
         return None
-    row.last_used_at = now or utcnow()
-    session.commit()
+    now = now or utcnow()
+    # Recorded at minute resolution: a write per request would contend with the worker on SQLite.
+    if row.last_used_at is None or now - row.last_used_at > dt.timedelta(minutes=1):
+        row.last_used_at = now
+        session.commit()
     return row.user
 
 
@@ -446,16 +453,27 @@ def start_evaluation(
     sim_version: str,
     image_digest: str | None,
     sandbox: str,
+    live_within: dt.timedelta | None = None,
     now: dt.datetime | None = None,
 ) -> Evaluation | None:
     """The worker takes an evaluation: running, attempts + 1, heartbeat now. Idempotent across redeliveries.
 
-    Returns None when the worker must not run it (the row is gone, or it was cancelled or already finished); the
-    task then exits quietly. Episodes already recorded by an earlier attempt stay: the worker skips them.
+    Returns None when the worker must not run it (the row is gone, or it was cancelled or already finished, or
+    another worker runs it and sent a heartbeat within ``live_within``: a duplicate message); the task then exits
+    quietly. Episodes already recorded by an earlier attempt stay: the worker skips them.
     """
     now = now or utcnow()
-    evaluation = session.get(Evaluation, evaluation_id, with_for_update=True)
+    evaluation = session.get(Evaluation, evaluation_id, with_for_update=True, populate_existing=True)
     if evaluation is None or evaluation.state in TERMINAL_STATES:
+        session.rollback()
+        return None
+    if (
+        live_within is not None
+        and evaluation.state == "running"
+        and evaluation.worker_id != worker_id
+        and evaluation.heartbeat_at is not None
+        and evaluation.heartbeat_at > now - live_within
+    ):
         session.rollback()
         return None
     evaluation.state = "running"
@@ -542,16 +560,14 @@ def record_episode_result(
     statement = statement.on_conflict_do_update(
         index_elements=list(keys), set_={k: statement.excluded[k] for k in values if k not in keys}
     )
-    try:
-        session.execute(statement)
-    except IntegrityError as exc:  # the evaluation row is gone (foreign key)
+    # Lock the evaluation first: writes of one evaluation then take turns, so the progress count below sees every
+    # committed episode (under READ COMMITTED a concurrent writer's row would otherwise be missed).
+    evaluation = session.get(Evaluation, evaluation_id, with_for_update=True, populate_existing=True)
+    if evaluation is None:
         session.rollback()
-        raise NotFound(f"evaluation {evaluation_id} does not exist") from exc
-    session.execute(
-        update(Evaluation)
-        .where(Evaluation.id == evaluation_id)
-        .values(progress_done=_count_episodes(session, evaluation_id))
-    )
+        raise NotFound(f"evaluation {evaluation_id} does not exist")
+    session.execute(statement)
+    evaluation.progress_done = _count_episodes(session, evaluation_id)
     session.commit()
     row = session.scalar(
         select(EpisodeResult).where(
@@ -589,7 +605,7 @@ def finish_evaluation(
         raise ValueError(f"an evaluation finishes as 'succeeded' or 'failed', got {state!r}")
     if state == "failed" and not (error_category and error_message):
         raise ValueError("a failed evaluation needs an error_category and an error_message")
-    evaluation = session.get(Evaluation, evaluation_id, with_for_update=True)
+    evaluation = session.get(Evaluation, evaluation_id, with_for_update=True, populate_existing=True)
     if evaluation is None:
         raise NotFound(f"evaluation {evaluation_id} does not exist")
     if evaluation.state == "cancelled":
@@ -623,7 +639,7 @@ def list_stale_evaluations(*, session: Session, now: dt.datetime, timeout: dt.ti
 
 def requeue_evaluation(*, session: Session, evaluation_id: int) -> Evaluation | None:
     """Put a running (stale) evaluation back to queued so it can be sent again; None if it already ended."""
-    evaluation = session.get(Evaluation, evaluation_id, with_for_update=True)
+    evaluation = session.get(Evaluation, evaluation_id, with_for_update=True, populate_existing=True)
     if evaluation is None or evaluation.state in TERMINAL_STATES:
         session.rollback()
         return None

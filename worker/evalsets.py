@@ -9,33 +9,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy.orm import Session
-
-from layersched.server import storage
-from layersched.server.models import EvalSet as EvalSetRow
+from layersched.server import admin, storage
+from layersched.server.config import Settings
+from layersched.server.db import make_engine, make_sessionmaker, session_scope
 from layersched.sim.evalset import EvalSet, load_evalset, score_baselines
 from layersched.sim.version import SIM_VERSION
 from layersched.worker.pipeline import split_score
+from sqlalchemy.orm import Session
 
 
-def register_evalset_file(*, session: Session, path: Path, cache_dir: Path, current: bool = True) -> EvalSetRow:
-    """Load and validate ``path``, register it (current for new submissions), and score the baselines on it."""
-    evalset = load_evalset(path)
-    public = evalset.public_view()
-    scenarios = [
-        {"name": sc.name, "weight": sc.weight, "public_episodes": sum(ep.split == "public" for ep in sc.episodes)}
-        for sc in evalset.scenarios
-    ]
-    row = storage.register_evalset(
-        session=session,
-        name=evalset.name,
-        commitment=public["commitment"],
-        path=str(Path(path).resolve()),
-        scenarios=scenarios,
-        current=current,
-    )
-    score_reference_rows(session=session, evalset=evalset, cache_dir=cache_dir)
-    return row
+def register_and_score(*, path: Path, settings: Settings, current: bool = True) -> admin.RegisteredEvalSet:
+    """Register the set at ``path`` (current for new submissions) and write the baselines' reference rows."""
+    registered = admin.register_evalset(path=path.resolve(), current=current, settings=settings)
+    engine = make_engine(settings.database_url)
+    try:
+        with session_scope(make_sessionmaker(engine)) as session:
+            score_reference_rows(session=session, evalset=load_evalset(path), cache_dir=settings.baseline_cache_dir)
+    finally:
+        engine.dispose()
+    return registered
 
 
 def score_reference_rows(*, session: Session, evalset: EvalSet, cache_dir: Path) -> None:

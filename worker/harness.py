@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import ctypes
 import importlib.util
 import operator
 import os
@@ -309,6 +310,7 @@ class Harness:
         if pid == 0:  # the episode process
             code = EXIT_HARNESS
             try:
+                _die_with_parent(os.getppid())
                 os.setpgid(0, 0)
                 self.ctl.close()
                 os.dup2(out_w, 1)
@@ -399,6 +401,17 @@ def _read_into(fd: int, capture: Capture, open_fds: set[int]) -> None:
 # ---------------------------------------------------------------------------------------------- episode process
 
 
+def _die_with_parent(parent: int) -> None:
+    """Have the kernel kill this process when the harness dies (``PR_SET_PDEATHSIG``), so that an episode never
+    outlives the harness that reports on it, also where there is no PID namespace to tear everything down."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the harness died before the request took effect
+        os._exit(EXIT_HARNESS)
+
+
+
 def episode_process(socket_path: str, policy: Policy, env: ClusterEnv, message: dict[str, Any]) -> int:
     """Serve one episode's decisions on a fresh connection. Returns the process exit code."""
     seed = message["seed"]
@@ -412,13 +425,13 @@ def episode_process(socket_path: str, policy: Policy, env: ClusterEnv, message: 
         protocol.send(conn, reply, max_size=protocol.MAX_FRAME_FROM_SANDBOX)
 
     send({"type": "hello", "episode_id": message["episode_id"]})
+    reader = protocol.FrameReader(conn, max_size=protocol.MAX_FRAME_TO_SANDBOX)
     step = 0
     while True:
-        frame = protocol.recv(conn, max_size=protocol.MAX_FRAME_TO_SANDBOX)
+        frame = reader.recv()
         if frame["type"] == "end":
             return EXIT_OK
-        protocol.expect(frame, "task", {"step": int, "task": list})
-        if frame["step"] != step:
+        if frame["type"] != "task" or frame.get("step") != step:
             return EXIT_PROTOCOL
         arrival, image, cycles = frame["task"]
         task = Task(float(arrival), int(image), float(cycles))

@@ -12,6 +12,7 @@ exactly the actions an uninterrupted one would have.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import random
 import tempfile
@@ -20,12 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.orm import Session, sessionmaker
-
 from layersched.server import storage
 from layersched.server.bundles import bundle_path, unpack_bundle
 from layersched.server.config import Settings
-from layersched.server.models import Evaluation, EvalSet as EvalSetRow, EpisodeResult
+from layersched.server.models import EpisodeResult, Evaluation
+from layersched.server.models import EvalSet as EvalSetRow
 from layersched.sim.episodes import policy_seed
 from layersched.sim.errors import SimError
 from layersched.sim.evalset import EvalJob, EvalSet, load_evalset, score_baselines
@@ -33,6 +33,7 @@ from layersched.sim.scoring import ScenarioEpisodes, bootstrap_interval, pair_ep
 from layersched.sim.version import SIM_VERSION
 from layersched.worker.limits import SandboxLimits
 from layersched.worker.runner import EpisodeJob, EpisodeOutcome, SandboxError, SandboxSession, open_sandbox
+from sqlalchemy.orm import Session, sessionmaker
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ def choose_backend(settings: Settings) -> str:
     if settings.sandbox_backend != "auto":
         return settings.sandbox_backend
     try:
-        import docker  # noqa: PLC0415 - the docker SDK is only needed on workers
+        import docker
 
         client = docker.from_env(timeout=5)
         try:
@@ -112,8 +113,7 @@ def select_jobs(session: Session, evaluation: Evaluation, evalset: EvalSet) -> l
     if evaluation.kind != "audit" or evaluation.audit_of_id is None:
         return jobs
     audited = {
-        (r.scenario, r.episode_id)
-        for r in session.query(EpisodeResult).filter_by(evaluation_id=evaluation.audit_of_id)
+        (r.scenario, r.episode_id) for r in session.query(EpisodeResult).filter_by(evaluation_id=evaluation.audit_of_id)
     }
     jobs = [j for j in jobs if (j.scenario_name, j.episode.id) in audited]
     if evaluation.audit_sample and evaluation.audit_sample < len(jobs):
@@ -173,8 +173,9 @@ def greedy_reference(evalset: EvalSet, cache_dir: Path) -> dict[tuple[str, str],
     return {(r.scenario, r.episode): r.mean_completion for r in records}
 
 
-def compare_audit(original: Sequence[EpisodeResult], rerun: Sequence[EpisodeResult], original_eval: Evaluation,
-                  audit_eval: Evaluation) -> dict[str, Any]:
+def compare_audit(
+    original: Sequence[EpisodeResult], rerun: Sequence[EpisodeResult], original_eval: Evaluation, audit_eval: Evaluation
+) -> dict[str, Any]:
     """Compare an audit's episodes with the audited ones: trace hashes, metrics, simulator version, image digest."""
     mismatches: list[str] = []
     if original_eval.sim_version != audit_eval.sim_version:
@@ -240,8 +241,13 @@ def run_evaluation(
                     image=settings.sandbox_image if backend == "docker" else None,
                 )
             except SandboxError as exc:
-                storage.finish_evaluation(session=session, evaluation_id=evaluation_id, state="failed",
-                                          error_category="invalid_bundle", error_message=str(exc))
+                storage.finish_evaluation(
+                    session=session,
+                    evaluation_id=evaluation_id,
+                    state="failed",
+                    error_category="invalid_bundle",
+                    error_message=str(exc),
+                )
                 return EvaluationReport(evaluation_id, "failed", 0, str(exc))
             with sandbox:
                 return _play(session, evaluation_id, jobs, evalset, sandbox, settings, worker_id)
@@ -264,6 +270,7 @@ def _play(
         sim_version=SIM_VERSION,
         image_digest=sandbox.image_digest,
         sandbox=sandbox.backend,
+        live_within=dt.timedelta(seconds=settings.stuck_timeout_s),
     )
     if started is None:
         return EvaluationReport(evaluation_id, "skipped", 0, "cancelled or finished meanwhile")
@@ -283,8 +290,13 @@ def _play(
         _record(session, evaluation_id, job, outcome)
         if outcome.status != "ok":
             message = f"scenario {job.scenario_name!r} episode {job.episode.id!r}: {outcome.message}"
-            storage.finish_evaluation(session=session, evaluation_id=evaluation_id, state="failed",
-                                      error_category=outcome.status, error_message=message)
+            storage.finish_evaluation(
+                session=session,
+                evaluation_id=evaluation_id,
+                state="failed",
+                error_category=outcome.status,
+                error_message=message,
+            )
             return EvaluationReport(evaluation_id, "failed", ran, message)
     return _conclude(session, evaluation_id, evalset, settings, ran)
 

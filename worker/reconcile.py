@@ -19,13 +19,12 @@ import threading
 from dataclasses import dataclass, field
 
 from kombu.exceptions import OperationalError
-from sqlalchemy import select
-from sqlalchemy.orm import Session, sessionmaker
-
 from layersched.server import storage
 from layersched.server.config import Settings
 from layersched.server.models import Evaluation, utcnow
 from layersched.server.queue import Enqueuer, enqueue, queue_depths, task_for
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +70,9 @@ def reconcile_once(
             log.warning("reconciler: broker unreachable (%s); %d queued evaluations wait", exc, len(waiting))
             return report
         for evaluation in waiting:
-            if depths.get(task_for(evaluation)[1], 0) == 0 and evaluation.id not in report.requeued_stale:
-                if enqueue(enqueuer, evaluation):
-                    report.resent_lost.append(evaluation.id)
+            queue_empty = depths.get(task_for(evaluation)[1], 0) == 0
+            if queue_empty and evaluation.id not in report.requeued_stale and enqueue(enqueuer, evaluation):
+                report.resent_lost.append(evaluation.id)
     if report.requeued_stale or report.failed or report.resent_lost:
         log.warning("reconciler: %s", report)
     return report

@@ -195,6 +195,7 @@ class SandboxSession:
         self._listener: socket.socket | None = None
         self._ctl: socket.socket | None = None
         self._envs: dict[str, ClusterEnv] = {}
+        self._hashes: dict[int, tuple[Scenario, str]] = {}
         self._scenarios_sent: set[str] = set()
         self.restarts = 0
         self.startup = _Startup()
@@ -364,15 +365,23 @@ class SandboxSession:
             return run.finish(s.status, s.message, (s.stdout, s.stderr, s.stdout_dropped, s.stderr_dropped))
         return run.play()
 
+    def _scenario_key(self, job: EpisodeJob) -> tuple[str, str]:
+        """(name, content hash); the hash costs milliseconds (it serialises the catalog), so it is kept per object."""
+        known = self._hashes.get(id(job.scenario))
+        if known is None or known[0] is not job.scenario:
+            known = self._hashes[id(job.scenario)] = (job.scenario, job.scenario.content_hash)
+        return job.scenario_name, known[1]
+
     def _env(self, job: EpisodeJob) -> ClusterEnv:
-        key = f"{job.scenario_name}\0{job.scenario.content_hash}"
+        key = "\0".join(self._scenario_key(job))
         env = self._envs.get(key)
         if env is None:
             env = self._envs[key] = ClusterEnv(job.scenario)
         return env
 
     def _send_scenario(self, job: EpisodeJob) -> None:
-        key = f"{job.scenario_name}\0{job.scenario.content_hash}"
+        name, content_hash = self._scenario_key(job)
+        key = f"{name}\0{content_hash}"
         if key in self._scenarios_sent:
             return
         assert self._ctl is not None
@@ -380,10 +389,10 @@ class SandboxSession:
         reply = protocol.recv(self._ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX,
                               deadline=time.monotonic() + self.limits.startup_seconds)
         protocol.expect(reply, "scenario_ok", {"name": str, "hash": str})
-        if reply["hash"] != job.scenario.content_hash:
+        if reply["hash"] != content_hash:
             raise _Infrastructure(
                 f"the sandbox's simulator computes scenario hash {reply['hash']}, the worker's is "
-                f"{job.scenario.content_hash}: the image's layersched.sim differs from the worker's"
+                f"{content_hash}: the image's layersched.sim differs from the worker's"
             )
         self._scenarios_sent.add(key)
 
@@ -458,8 +467,8 @@ class _Episode:
                                       episode_deadline), s._ctl)
             if self.conn is None:
                 return self._ended("crash", "episode process ended before connecting")
-            hello = protocol.recv(self.conn, max_size=protocol.MAX_FRAME_FROM_SANDBOX,
-                                  deadline=time.monotonic() + limits.decision_seconds)
+            reader = protocol.FrameReader(self.conn, max_size=protocol.MAX_FRAME_FROM_SANDBOX)
+            hello = reader.recv(deadline=time.monotonic() + limits.decision_seconds)
             protocol.expect(hello, "hello", {"episode_id": str})
         except _Infrastructure as exc:
             return self._abort("infrastructure_error", str(exc))
@@ -481,7 +490,7 @@ class _Episode:
             decision_deadline = min(now + limits.decision_seconds, episode_deadline)
             try:
                 protocol.send(self.conn, task_to_wire(step, task))
-                reply = protocol.recv(self.conn, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=decision_deadline)
+                reply = reader.recv(decision_deadline)
             except protocol.ChannelTimeout:
                 if decision_deadline < episode_deadline:
                     msg = f"step {step}: no action within the per-decision deadline of {limits.decision_seconds:g} s"

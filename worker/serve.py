@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 import httpx
-
-from layersched.server.config import get_settings
+from layersched.server.config import Settings, get_settings
+from layersched.worker.evalsets import register_and_score
 
 log = logging.getLogger(__name__)
 STARTER_POLICY = Path(__file__).resolve().parents[1] / "sdk" / "starter" / "policy.py"
@@ -42,10 +42,9 @@ def embedded_environment(data_dir: Path) -> dict[str, str]:
 
 
 def serve(*, host: str, port: int, data_dir: Path, demo: bool) -> int:
-    import uvicorn  # noqa: PLC0415 - server extra
-
-    from layersched.server import admin  # noqa: PLC0415
-    from layersched.server.app import create_app  # noqa: PLC0415
+    import uvicorn
+    from layersched.server import admin
+    from layersched.server.app import create_app
 
     data_dir.mkdir(parents=True, exist_ok=True)
     for key, value in embedded_environment(data_dir).items():
@@ -53,8 +52,10 @@ def serve(*, host: str, port: int, data_dir: Path, demo: bool) -> int:
     get_settings.cache_clear()
     settings = get_settings()
     admin.upgrade_database(settings=settings)
-    evalset = admin.register_evalset(path=settings.evalset_path, settings=settings)
-    print(f"layersched: evaluation set {evalset.name!r} (commitment {evalset.commitment[:16]}...) registered", flush=True)
+    evalset = register_and_score(path=settings.evalset_path, settings=settings)
+    print(
+        f"layersched: evaluation set {evalset.name!r} (commitment {evalset.commitment[:16]}...) registered", flush=True
+    )
     tokens = _demo_users(settings) if demo else {}
     worker = subprocess.Popen([sys.executable, "-m", "layersched.worker"], env=os.environ.copy())
     url = f"http://{host}:{port}"
@@ -72,16 +73,15 @@ def serve(*, host: str, port: int, data_dir: Path, demo: bool) -> int:
     return 0
 
 
-def _demo_users(settings: object) -> dict[str, str]:
-    from layersched.server import admin  # noqa: PLC0415
+def _demo_users(settings: Settings) -> dict[str, str]:
+    from layersched.server import admin
 
     tokens: dict[str, str] = {}
     for role, name in (("organiser", "demo-organiser"), ("participant", "demo-student")):
         try:
-            created = admin.add_user(name=name, email=f"{name}@example.org", role=role)
-            token = created.token
+            token = admin.add_user(name=name, email=f"{name}@example.org", role=role, settings=settings).token
         except admin.AdminError:  # exists from an earlier run: issue a fresh token
-            token = admin.new_token(name=name).token
+            token = admin.new_token(name=name, settings=settings).token
         tokens["student" if role == "participant" else "organiser"] = token
         print(f"layersched: {role} {name!r} token: {token}", flush=True)
     return tokens

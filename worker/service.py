@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from celery.signals import worker_ready, worker_shutdown
-
 from layersched.server.config import get_settings
 from layersched.server.db import make_engine, make_sessionmaker
 from layersched.server.queue import QUEUES, CeleryEnqueuer
@@ -20,12 +19,12 @@ log = logging.getLogger(__name__)
 _reconciler: Reconciler | None = None
 
 
-@worker_ready.connect
+@worker_ready.connect  # type: ignore[untyped-decorator]  # celery ships no types
 def _on_ready(**_: Any) -> None:
     global _reconciler
     settings = get_settings()
     try:
-        from layersched.worker.docker_backend import sweep_orphans  # noqa: PLC0415 - needs the docker SDK
+        from layersched.worker.docker_backend import sweep_orphans
 
         removed = sweep_orphans()
         if removed:
@@ -37,7 +36,7 @@ def _on_ready(**_: Any) -> None:
     _reconciler.start()
 
 
-@worker_shutdown.connect
+@worker_shutdown.connect  # type: ignore[untyped-decorator]
 def _on_shutdown(**_: Any) -> None:
     if _reconciler is not None:
         _reconciler.stop()
@@ -45,9 +44,19 @@ def _on_shutdown(**_: Any) -> None:
 
 def run_worker(argv: Sequence[str] = ()) -> None:
     """Run a Celery worker on both queues, one evaluation at a time per process (extra args go to Celery)."""
-    from layersched.worker.celery_app import app  # noqa: PLC0415 - reads Settings at import
+    from layersched.worker.celery_app import app
 
     app.worker_main(
-        ["worker", "--queues", ",".join(QUEUES), "--concurrency", "1", "--loglevel", "INFO", "--without-gossip",
-         "--without-mingle", *argv]
+        [
+            "worker",
+            "--queues",
+            ",".join(QUEUES),
+            "--concurrency",
+            "1",
+            "--loglevel",
+            "INFO",
+            "--without-gossip",
+            "--without-mingle",
+            *argv,
+        ]
     )

@@ -13,14 +13,13 @@ import socket
 from functools import lru_cache
 
 from celery import Task
-from sqlalchemy.orm import Session, sessionmaker
-
 from layersched.server import storage
 from layersched.server.config import get_settings
 from layersched.server.db import make_engine
 from layersched.server.queue import AUDIT_TASK, EVALUATE_TASK
 from layersched.worker.celery_app import app
 from layersched.worker.pipeline import EvaluationReport, RetryableError, run_evaluation
+from sqlalchemy.orm import Session, sessionmaker
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +43,9 @@ def _run(task: Task, evaluation_id: int) -> str:
         with _sessions()() as session:
             storage.requeue_evaluation(session=session, evaluation_id=evaluation_id)
             if task.request.retries >= settings.max_attempts - 1:
-                log.error("evaluation %s failed for good after %s attempts: %s", evaluation_id,
-                          task.request.retries + 1, exc)
+                log.error(
+                    "evaluation %s failed for good after %s attempts: %s", evaluation_id, task.request.retries + 1, exc
+                )
                 storage.finish_evaluation(
                     session=session,
                     evaluation_id=evaluation_id,
@@ -56,18 +56,18 @@ def _run(task: Task, evaluation_id: int) -> str:
                 )
                 return "failed"
         log.warning("evaluation %s: %s; retrying", evaluation_id, exc)
-        raise task.retry(exc=exc, countdown=min(60, 2 ** task.request.retries) + os.getpid() % 3) from exc
+        raise task.retry(exc=exc, countdown=min(60, 2**task.request.retries) + os.getpid() % 3) from exc
     log.info("evaluation %s: %s (%s episodes run) %s", evaluation_id, report.state, report.episodes_run, report.message)
     return report.state
 
 
-@app.task(name=EVALUATE_TASK, bind=True, max_retries=None)
+@app.task(name=EVALUATE_TASK, bind=True, max_retries=None)  # type: ignore[untyped-decorator]  # celery ships no types
 def evaluate(self: Task, evaluation_id: int) -> str:
     """Evaluate a submission (initial run or rerun) on its evaluation set."""
     return _run(self, evaluation_id)
 
 
-@app.task(name=AUDIT_TASK, bind=True, max_retries=None)
+@app.task(name=AUDIT_TASK, bind=True, max_retries=None)  # type: ignore[untyped-decorator]
 def audit(self: Task, evaluation_id: int) -> str:
     """Rerun an evaluation's episodes and compare them with the stored ones (queue ``audits``)."""
     return _run(self, evaluation_id)

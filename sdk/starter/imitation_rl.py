@@ -13,6 +13,9 @@ Writes ``imitation_seed{S}.csv`` (same columns as train_seed{S}.csv; episode -1 
 policy-gradient step), ``imitation_seed{S}.pt`` and ``policy_weights.pt`` (what policy.py loads).
 """
 
+# mypy: disable-error-code="no-untyped-call"
+# (torch's autograd methods, backward() and sample(), have no type annotations)
+
 from __future__ import annotations
 
 import csv
@@ -23,11 +26,23 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
+
+try:
+    import torch
+except ImportError:  # the CLI and the simulator do not need torch; training does
+    raise SystemExit("this script needs torch (CPU is enough): pip install 'layersched[torch]'") from None
 from layersched.sim.baselines import BASELINES
 from layersched.sim.env import ClusterEnv
 from policy import make_scorer
-from train_reinforce import compare_with_baselines, make_env, parse_args, reinforce_loss, run_policy, save, seed_everything
+from train_reinforce import (
+    compare_with_baselines,
+    make_env,
+    parse_args,
+    reinforce_loss,
+    run_policy,
+    save,
+    seed_everything,
+)
 
 
 @dataclass
@@ -98,8 +113,10 @@ def behaviour_clone(scorer: Any, data: tuple[torch.Tensor, torch.Tensor, torch.T
             opt.step()
             total += loss.item() * len(idx)
             correct += int((logits.argmax(dim=1) == actions[idx]).sum())
-        print(f"cloning epoch {epoch:3d}  loss {total / len(order):.4f}  agrees with {args.expert} on "
-              f"{correct / len(order):.1%} of {len(order)} decisions")
+        print(
+            f"cloning epoch {epoch:3d}  loss {total / len(order):.4f}  agrees with {args.expert} on "
+            f"{correct / len(order):.1%} of {len(order)} decisions"
+        )
 
 
 def main(args: Args) -> None:

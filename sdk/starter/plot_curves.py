@@ -74,8 +74,9 @@ def main() -> None:
             writer.writerow(["group", "episode", "mean", "min", "max", "seeds"])
             for label, n, x, s in groups:
                 for i, ep in enumerate(x):
-                    writer.writerow([label, int(ep), f"{s[:, i].mean():.3f}", f"{s[:, i].min():.3f}",
-                                     f"{s[:, i].max():.3f}", n])
+                    writer.writerow(
+                        [label, int(ep), f"{s[:, i].mean():.3f}", f"{s[:, i].min():.3f}", f"{s[:, i].max():.3f}", n]
+                    )
         print(f"matplotlib is not installed, so no figure: wrote {out} instead (pip install matplotlib for the plot)")
         return
 

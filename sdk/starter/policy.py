@@ -53,7 +53,8 @@ def make_scorer(n_features: int = N_FEATURES, hidden: int = HIDDEN) -> Any:
             )
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.net(x).squeeze(-1)
+            scores: torch.Tensor = self.net(x).squeeze(-1)
+            return scores
 
     return Scorer()
 

@@ -14,6 +14,9 @@ Writes ``train_seed{S}.csv`` (episode, mean completion time of that training epi
 ``policy_weights.pt`` (what policy.py loads: the latest run wins, copy the seed you prefer over it).
 """
 
+# mypy: disable-error-code="no-untyped-call"
+# (torch's autograd methods, backward() and sample(), have no type annotations)
+
 from __future__ import annotations
 
 import argparse
@@ -21,6 +24,7 @@ import ast
 import csv
 import dataclasses
 import inspect
+import itertools
 import random
 import time
 from dataclasses import dataclass
@@ -28,7 +32,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
-import torch
+
+try:
+    import torch
+except ImportError:  # the CLI and the simulator do not need torch; training does
+    raise SystemExit("this script needs torch (CPU is enough): pip install 'layersched[torch]'") from None
 from layersched.sim.baselines import BASELINES
 from layersched.sim.catalog import load_catalog
 from layersched.sim.env import ClusterEnv
@@ -70,10 +78,12 @@ def parse_args(cls: type[A], description: str | None) -> A:
     tree = ast.parse(inspect.getsource(cls))
     body = tree.body[0].body  # type: ignore[attr-defined]
     docs = {
-        prev.target.id: node.value.value
-        for prev, node in zip(body, body[1:])
-        if isinstance(prev, ast.AnnAssign) and isinstance(prev.target, ast.Name)
-        and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        prev.target.id: str(node.value.value)
+        for prev, node in itertools.pairwise(body)
+        if isinstance(prev, ast.AnnAssign)
+        and isinstance(prev.target, ast.Name)
+        and isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
     }
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
@@ -81,12 +91,16 @@ def parse_args(cls: type[A], description: str | None) -> A:
         if isinstance(f.default, bool):
             parser.add_argument(option, action=argparse.BooleanOptionalAction, default=f.default, help=docs.get(f.name))
         else:
-            parser.add_argument(option, type=type(f.default), default=f.default, help=f"{docs.get(f.name)} (default {f.default})")
+            parser.add_argument(
+                option, type=type(f.default), default=f.default, help=f"{docs.get(f.name)} (default {f.default})"
+            )
     return cls(**vars(parser.parse_args()))
 
 
 def make_env(args: Any) -> ClusterEnv:
-    scenario = Scenario(catalog=load_catalog(args.catalog), n_nodes=args.nodes, n_tasks=args.tasks, arrival_rate=args.rate)
+    scenario = Scenario(
+        catalog=load_catalog(args.catalog), n_nodes=args.nodes, n_tasks=args.tasks, arrival_rate=args.rate
+    )
     return ClusterEnv(scenario)
 
 

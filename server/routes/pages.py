@@ -11,6 +11,7 @@ from fastapi.templating import Jinja2Templates
 from layersched.server import charts, leaderboard, presenters, storage
 from layersched.server.deps import OptionalUser, SessionDep
 from layersched.server.errors import Forbidden, NotFound
+from layersched.server.schemas import Score
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent.parent / "templates")
@@ -63,6 +64,10 @@ def submission_page(request: Request, session: SessionDep, user: OptionalUser, s
         full = False
     public = presenters.submission_public(submission, rank=rank)
     row = next((r for r in board.rows if r.submission_id == submission_id), None)
+    if not full and row is not None:
+        # The public sees the leaderboard's score (the frozen one while frozen), never a newer one.
+        score = Score(overall=row.score, ci_low=row.ci_low, ci_high=row.ci_high, per_scenario=row.per_scenario)
+        public = public.model_copy(update={"score": score})
     return templates.TemplateResponse(
         request,
         "submission.html",

@@ -74,31 +74,57 @@ class Worker:
             factory = make_sessionmaker(engine)
             with session_scope(factory) as session:
                 storage.start_evaluation(
-                    session=session, evaluation_id=evaluation_id, worker_id="test-worker", total=2,
-                    sim_version="1.0.0", image_digest="sha256:" + "ab" * 32, sandbox="process",
+                    session=session,
+                    evaluation_id=evaluation_id,
+                    worker_id="test-worker",
+                    total=2,
+                    sim_version="1.0.0",
+                    image_digest="sha256:" + "ab" * 32,
+                    sandbox="process",
                 )
             for i, scenario in enumerate(("lab-300", "official-5n")):
                 time.sleep(0.2)  # long enough for the CLI to see progress
                 with session_scope(factory) as session:
                     storage.record_episode_result(
-                        session=session, evaluation_id=evaluation_id, scenario=scenario, episode_id="seed0",
-                        split="public", hidden=False, status="ok" if not self.fail else "invalid_action",
+                        session=session,
+                        evaluation_id=evaluation_id,
+                        scenario=scenario,
+                        episode_id="seed0",
+                        split="public",
+                        hidden=False,
+                        status="ok" if not self.fail else "invalid_action",
                         message="" if not self.fail else "step 3: policy returned node 11, outside 0..9",
-                        mean_completion=60.0 + i, p95_completion=90.0, cloud_share=0.0, trace_hash="f" * 64,
-                        n_actions=300, stdout=f"hello from {scenario}", stderr="",
+                        mean_completion=60.0 + i,
+                        p95_completion=90.0,
+                        cloud_share=0.0,
+                        trace_hash="f" * 64,
+                        n_actions=300,
+                        stdout=f"hello from {scenario}",
+                        stderr="",
                     )
             with session_scope(factory) as session:
                 if self.fail:
                     storage.finish_evaluation(
-                        session=session, evaluation_id=evaluation_id, state="failed", error_category="invalid_action",
-                        error_message="step 3: policy returned node 11, outside 0..9", infrastructure_failure=False,
+                        session=session,
+                        evaluation_id=evaluation_id,
+                        state="failed",
+                        error_category="invalid_action",
+                        error_message="step 3: policy returned node 11, outside 0..9",
+                        infrastructure_failure=False,
                     )
                 else:
-                    score = {"overall": 0.98, "ci_low": 0.95, "ci_high": 1.01,
-                             "per_scenario": {"lab-300": 0.97, "official-5n": 0.99}}
+                    score = {
+                        "overall": 0.98,
+                        "ci_low": 0.95,
+                        "ci_high": 1.01,
+                        "per_scenario": {"lab-300": 0.97, "official-5n": 0.99},
+                    }
                     storage.finish_evaluation(
-                        session=session, evaluation_id=evaluation_id, state="succeeded",
-                        score_public=score, score_private=score,
+                        session=session,
+                        evaluation_id=evaluation_id,
+                        state="succeeded",
+                        score_public=score,
+                        score_private=score,
                     )
         finally:
             engine.dispose()
@@ -130,8 +156,9 @@ def live_server(tmp_path: Path) -> Iterator[LiveServer]:
         max_in_flight=2,
     )
     upgrade_database(settings=settings)
-    register_evalset(name="sample", commitment="c" * 64, path="hidden_seeds/sample.toml", scenarios=SCENARIOS,
-                     settings=settings)
+    register_evalset(
+        name="sample", commitment="c" * 64, path="hidden_seeds/sample.toml", scenarios=SCENARIOS, settings=settings
+    )
     tokens, ids = {}, {}
     for name, role in (("alice", "participant"), ("bob", "participant"), ("olga", "organiser")):
         created = add_user(name=name, email=f"{name}@example.org", role=role, settings=settings)

@@ -8,7 +8,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-
 from layersched.sdk.bundle import make_bundle
 from layersched.sdk.errors import BundleError
 
@@ -33,7 +32,10 @@ def test_single_file_is_uploaded_as_is(tmp_path: Path) -> None:
     path.write_text(POLICY)
     bundle = make_bundle(path)
     assert (bundle.filename, bundle.data, bundle.files, bundle.content_type) == (
-        "mine.py", POLICY.encode(), ("mine.py",), "text/x-python"
+        "mine.py",
+        POLICY.encode(),
+        ("mine.py",),
+        "text/x-python",
     )
     assert bundle.sha256 == hashlib.sha256(POLICY.encode()).hexdigest()
     assert bundle.entry_point == path
@@ -96,7 +98,7 @@ def test_too_large_names_the_largest_file(tmp_path: Path) -> None:
 def test_upload_limit_on_the_compressed_archive(tmp_path: Path) -> None:
     root = make_dir(tmp_path / "b")
     (root / "noise.bin").write_bytes(os.urandom(5000))
-    with pytest.raises(BundleError, match="compressed, over the 3.0 kB upload limit"):
+    with pytest.raises(BundleError, match=r"compressed, over the 3\.0 kB upload limit"):
         make_bundle(root, max_bytes=3000)
 
 

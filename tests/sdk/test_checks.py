@@ -6,7 +6,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from layersched.sdk.bundle import make_bundle
 from layersched.sdk.checks import Finding, check_policy, static_findings
 from layersched.sdk.errors import PolicyCheckError
@@ -25,8 +24,10 @@ def findings_for(tmp_path: Path, source: str, extra: dict[str, str] | None = Non
 
 
 def test_a_good_policy(tmp_path: Path) -> None:
-    source = "import numpy as np\nimport torch\nimport helpers\nfrom layersched.sim.env import ClusterEnv\n" \
-             "def policy(env, task, rng):\n    return 0\n"
+    source = (
+        "import numpy as np\nimport torch\nimport helpers\nfrom layersched.sim.env import ClusterEnv\n"
+        "def policy(env, task, rng):\n    return 0\n"
+    )
     assert findings_for(tmp_path, source, {"helpers.py": "import json\n"}) == [
         Finding("ok", "entry point: policy(env, task, rng) defined in policy.py:5")
     ]
@@ -35,18 +36,30 @@ def test_a_good_policy(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
-        ("def policy(env, task, rng):\n    return (\n", Finding("error", "policy.py:2: syntax error: '(' was never closed")),
-        ("def choose(env, task, rng):\n    return 0\n", Finding(
-            "error",
-            "policy.py defines no top-level `policy`; the contract is def policy(env, task, rng) -> int "
-            "(a directory bundle needs it in policy.py)",
-        )),
-        ("def policy(env, task):\n    return 0\n", Finding(
-            "error", "policy.py:1: policy(env, task) takes 2 positional argument(s); the contract is policy(env, task, "
-            "rng) -> int",
-        )),
-        ("async def policy(env, task, rng):\n    return 0\n",
-         Finding("error", "policy.py:1: policy is async; the contract is a plain function")),
+        (
+            "def policy(env, task, rng):\n    return (\n",
+            Finding("error", "policy.py:2: syntax error: '(' was never closed"),
+        ),
+        (
+            "def choose(env, task, rng):\n    return 0\n",
+            Finding(
+                "error",
+                "policy.py defines no top-level `policy`; the contract is def policy(env, task, rng) -> int "
+                "(a directory bundle needs it in policy.py)",
+            ),
+        ),
+        (
+            "def policy(env, task):\n    return 0\n",
+            Finding(
+                "error",
+                "policy.py:1: policy(env, task) takes 2 positional argument(s); the contract is policy(env, task, "
+                "rng) -> int",
+            ),
+        ),
+        (
+            "async def policy(env, task, rng):\n    return 0\n",
+            Finding("error", "policy.py:1: policy is async; the contract is a plain function"),
+        ),
         ("class Agent:\n    pass\npolicy = Agent()\n", Finding("ok", "entry point: policy assigned in policy.py:3")),
     ],
     ids=["syntax-error", "no-policy", "two-arguments", "async", "assigned"],
@@ -62,8 +75,10 @@ def test_imports_the_sandbox_lacks_are_warned_with_their_line(tmp_path: Path) ->
         "def policy(env, task, rng):\n    import gymnasium\n    return 0\n"
     )
     messages = [f.message for f in findings_for(tmp_path, source) if f.level == "warning"]
-    tail = ", which the sandbox image does not have (available: the standard library, numpy, torch, " \
-           "layersched.sim and the bundle's own modules)"
+    tail = (
+        ", which the sandbox image does not have (available: the standard library, numpy, torch, "
+        "layersched.sim and the bundle's own modules)"
+    )
     assert messages == [
         "policy.py:2: imports 'sklearn.linear_model'" + tail,
         "policy.py:3: imports 'pandas'" + tail,
@@ -101,14 +116,18 @@ def masked_node(env: ClusterEnv, task: Any) -> int:
 @pytest.mark.parametrize(
     ("policy", "message"),
     [
-        (lambda env, task, rng: 3.0, "step 0: policy returned 3.0 (float); return an int node index such as "
-                                     "int(np.argmax(scores))"),
+        (
+            lambda env, task, rng: 3.0,
+            "step 0: policy returned 3.0 (float); return an int node index such as int(np.argmax(scores))",
+        ),
         (lambda env, task, rng: None, "step 0: policy returned None of type NoneType, expected an int node index"),
         (lambda env, task, rng: True, "step 0: policy returned True of type bool, expected an int node index"),
         (lambda env, task, rng: 10, "step 0: policy returned node 10, outside 0..9"),
         (lambda env, task, rng: -1, "step 0: policy returned node -1, outside 0..9"),
-        (lambda env, task: 0, "policy(env, task) cannot be called as policy(env, task, rng): too many positional "
-                              "arguments"),
+        (
+            lambda env, task: 0,
+            "policy(env, task) cannot be called as policy(env, task, rng): too many positional arguments",
+        ),
         ("not a function", "policy must be a function policy(env, task, rng) -> int, got 'not a function'"),
     ],
     ids=["float", "none", "bool", "too-high", "negative", "two-arguments", "not-callable"],

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from layersched.sdk.cli import main
+
 from tests.sdk.conftest import LiveServer, Worker
 
 
@@ -158,6 +158,19 @@ def test_submit_no_wait_then_status_list(
     assert row.split()[:6] == ["#1", "first_fit", "queued", "0/0", "-", "-"]
 
 
+def test_submit_gives_up_following_after_timeout(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path
+) -> None:
+    login(capsys, live_server)  # no worker runs: the evaluation stays queued
+    code, out, err = run(capsys, "submit", str(policy_file), "--timeout", "0.3", "--poll", "0.1")
+    assert code == 1
+    assert out == "submitted #1 'first_fit' (queued)\n"
+    assert error_line(err) == (
+        f"error: gave up waiting after 0.3 s; the evaluation goes on at {live_server.url}; "
+        "follow it with: layersched status 1"
+    )
+
+
 def test_quota_exceeded(capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path) -> None:
     login(capsys, live_server)
     for _ in range(2):  # daily_quota=2 and max_in_flight=2: the third is refused, whichever limit bites first
@@ -230,6 +243,21 @@ def test_admin_commands_as_organiser(
     code, out, _ = run(capsys, "admin", "rerun", "1", "--no-wait")
     assert code == 0
     assert out.startswith("queued evaluation #2 (rerun) of submission #1")
+    code, out, _ = run(capsys, "admin", "audit", "1", "--no-wait")
+    assert (code, out) == (0, "queued audit #3 of submission #1\n")
+    code, out, _ = run(capsys, "admin", "evaluation", "3", "--json")
+    assert code == 0
+    assert json.loads(out)["kind"] == "audit"
+
+    code, out, _ = run(capsys, "admin", "token", "new", str(live_server.user_ids["bob"]))
+    assert code == 0
+    token_id, token = out.split("token #", 1)[1].split(" ", 1)[0], out.rsplit(": ", 1)[1].strip()
+    assert main(["login", "--server", live_server.url, "--token", token, "--no-verify"]) == 0
+    assert run(capsys, "status")[0] == 0  # bob's new token works
+    login(capsys, live_server, "olga")
+    assert run(capsys, "admin", "token", "revoke", token_id)[1] == f"revoked token #{token_id}\n"
+    assert main(["login", "--server", live_server.url, "--token", token]) == 1  # revoked
+    capsys.readouterr()
     code, out, _ = run(capsys, "admin", "audit-log", "--json")
     actions = [entry["action"] for entry in json.loads(out)["data"]]
     assert {"freeze", "disqualify"} <= {a.split("_")[0] for a in actions} | set(actions), actions
@@ -256,8 +284,19 @@ def test_admin_bootstrap_uses_the_server_function(
 
     get_settings.cache_clear()
     try:
-        code, out, err = run(capsys, "admin", "user", "add", "--name", "root", "--email", "r@example.org",
-                             "--role", "organiser", "--bootstrap")
+        code, out, err = run(
+            capsys,
+            "admin",
+            "user",
+            "add",
+            "--name",
+            "root",
+            "--email",
+            "r@example.org",
+            "--role",
+            "organiser",
+            "--bootstrap",
+        )
     finally:
         get_settings.cache_clear()
     assert code == 0, err
@@ -274,8 +313,7 @@ def test_init_copies_the_starter_kit_and_refuses_to_overwrite(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     target = tmp_path / "kit"
-    code, out, _ = run(capsys, "init", str(target))
-    assert code == 0
+    assert run(capsys, "init", str(target))[0] == 0
     names = sorted(p.name for p in target.iterdir())
     assert names == ["README.md", "imitation_rl.py", "plot_curves.py", "policy.py", "train_reinforce.py"]
     code, _, err = run(capsys, "init", str(target))
@@ -303,6 +341,35 @@ def test_evalset_verify(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "evalset", "verify", str(path), "abc")
     assert code == 1
     assert error_line(err) == "error: a commitment is 64 hex digits (SHA-256), got 'abc'"
+
+
+def test_admin_evalset_new_prints_a_commitment_that_verifies(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    template = tmp_path / "template.toml"
+    template.write_text(
+        'format = "layersched-evalset"\nversion = 1\nname = "final"\ntemplate = true\n\n'
+        '[[scenario]]\nname = "lab-50"\ncatalog = "lab"\nn_tasks = 50\ngenerate = { public = 1, private = 2 }\n'
+    )
+    out_path = tmp_path / "private" / "final.toml"
+    code, out, err = run(capsys, "admin", "evalset", "new", "--from", str(template), "--out", str(out_path))
+    assert code == 0, err
+    first, second = out.splitlines()
+    assert first == f"wrote {out_path} (mode 0600): 1 scenarios, 3 episodes"
+    commitment = second.rsplit(": ", 1)[1]
+    assert stat.S_IMODE(out_path.stat().st_mode) == 0o600
+    assert run(capsys, "evalset", "verify", str(out_path), commitment)[0] == 0
+    code, _, err = run(capsys, "admin", "evalset", "new", "--from", str(template), "--out", str(out_path))
+    assert code == 1
+    assert error_line(err) == f"error: {out_path} already exists; refusing to overwrite an evaluation set"
+
+
+def test_unwritable_directory_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    code, _, err = run(capsys, "init", str(blocked / "kit"))
+    assert code == 1
+    assert error_line(err).startswith(f"error: {blocked / 'kit'}: ")
 
 
 def test_sim_is_dispatched_to_the_simulator_cli(capsys: pytest.CaptureFixture[str]) -> None:
@@ -335,11 +402,29 @@ def test_argument_errors_exit_2(capsys: pytest.CaptureFixture[str], args: list[s
 
 def test_every_command_has_help_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
     commands: list[list[str]] = [
-        ["login"], ["init"], ["validate"], ["submit"], ["status"], ["logs"], ["leaderboard"], ["evalset"],
-        ["admin"], ["admin", "user", "add"], ["admin", "token", "new"], ["admin", "token", "revoke"],
-        ["admin", "evalset", "new"], ["admin", "evalset", "reveal"], ["admin", "rerun"], ["admin", "audit"],
-        ["admin", "cancel"], ["admin", "disqualify"], ["admin", "freeze"], ["admin", "publish"],
-        ["admin", "audit-log"], ["admin", "evaluation"],
+        ["login"],
+        ["serve"],
+        ["init"],
+        ["validate"],
+        ["submit"],
+        ["status"],
+        ["logs"],
+        ["leaderboard"],
+        ["evalset"],
+        ["admin"],
+        ["admin", "user", "add"],
+        ["admin", "token", "new"],
+        ["admin", "token", "revoke"],
+        ["admin", "evalset", "new"],
+        ["admin", "evalset", "reveal"],
+        ["admin", "rerun"],
+        ["admin", "audit"],
+        ["admin", "cancel"],
+        ["admin", "disqualify"],
+        ["admin", "freeze"],
+        ["admin", "publish"],
+        ["admin", "audit-log"],
+        ["admin", "evaluation"],
     ]
     for command in commands:
         with pytest.raises(SystemExit) as exc:
@@ -354,7 +439,11 @@ def test_console_script_runs_without_traceback(tmp_path: Path) -> None:
     env.pop("LAYERSCHED_SERVER", None)
     env.pop("LAYERSCHED_TOKEN", None)
     script = Path(sys.executable).with_name("layersched")
-    cmd: list[Any] = [str(script)] if script.exists() else [sys.executable, "-c", "from layersched.sdk.cli import main; raise SystemExit(main())"]
+    cmd: list[Any] = (
+        [str(script)]
+        if script.exists()
+        else [sys.executable, "-c", "from layersched.sdk.cli import main; raise SystemExit(main())"]
+    )
     result = subprocess.run([*cmd, "status"], capture_output=True, text=True, env=env, timeout=60, check=False)
     assert result.returncode == 1
     assert result.stdout == ""

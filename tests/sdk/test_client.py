@@ -9,15 +9,25 @@ from typing import Any
 
 import httpx
 import pytest
-
 from layersched.sdk import errors
 from layersched.sdk.bundle import make_bundle
 from layersched.sdk.client import Client, Submission
 
 SUBMISSION: dict[str, Any] = {
-    "id": 7, "name": "mlp", "description": "", "owner": "alice", "created_at": "2026-01-01T00:00:00Z",
-    "bundle_sha256": "a" * 64, "state": "running", "disqualified": None, "progress": {"done": 1, "total": 4},
-    "error": None, "score": None, "rank": None, "evaluations": [], "future_field": "ignored",
+    "id": 7,
+    "name": "mlp",
+    "description": "",
+    "owner": "alice",
+    "created_at": "2026-01-01T00:00:00Z",
+    "bundle_sha256": "a" * 64,
+    "state": "running",
+    "disqualified": None,
+    "progress": {"done": 1, "total": 4},
+    "error": None,
+    "score": None,
+    "rank": None,
+    "evaluations": [],
+    "future_field": "ignored",
 }
 
 
@@ -34,8 +44,15 @@ def test_decodes_a_submission_and_ignores_unknown_fields() -> None:
 
     with client_for(handler) as client:
         sub = client.submission(7)
-    assert sub == Submission(id=7, name="mlp", owner="alice", created_at="2026-01-01T00:00:00Z",
-                             bundle_sha256="a" * 64, state="running", progress=sub.progress)
+    assert sub == Submission(
+        id=7,
+        name="mlp",
+        owner="alice",
+        created_at="2026-01-01T00:00:00Z",
+        bundle_sha256="a" * 64,
+        state="running",
+        progress=sub.progress,
+    )
     assert (sub.progress.done, sub.progress.total, sub.finished) == (1, 4, False)
     assert seen[0].url.path == "/api/v1/submissions/7"
     assert seen[0].headers["Authorization"] == "Bearer tok"
@@ -47,8 +64,10 @@ def test_decodes_a_submission_and_ignores_unknown_fields() -> None:
         ({**SUBMISSION, "id": "7"}, "submission.id: expected an integer, got '7'"),
         ({k: v for k, v in SUBMISSION.items() if k != "state"}, "submission: missing field 'state' in "),
         ({**SUBMISSION, "progress": {"done": 1}}, "submission.progress: missing field 'total' in {'done': 1}"),
-        ({**SUBMISSION, "score": {"overall": "x", "ci_low": 1, "ci_high": 1, "per_scenario": {}}},
-         "submission.score.overall: expected a number, got 'x'"),
+        (
+            {**SUBMISSION, "score": {"overall": "x", "ci_low": 1, "ci_high": 1, "per_scenario": {}}},
+            "submission.score.overall: expected a number, got 'x'",
+        ),
     ],
     ids=["wrong-type", "missing-field", "nested-missing", "nested-type"],
 )
@@ -60,8 +79,12 @@ def test_a_response_off_the_contract_is_a_server_error(body: dict[str, Any], mes
 
 @pytest.mark.parametrize(
     ("status", "code", "cls"),
-    [(401, "unauthorized", errors.AuthError), (404, "not_found", errors.NotFound),
-     (413, "bundle_too_large", errors.BundleRejected), (429, "quota_exceeded", errors.QuotaExceeded)],
+    [
+        (401, "unauthorized", errors.AuthError),
+        (404, "not_found", errors.NotFound),
+        (413, "bundle_too_large", errors.BundleRejected),
+        (429, "quota_exceeded", errors.QuotaExceeded),
+    ],
     ids=["401", "404", "413", "429"],
 )
 def test_error_bodies_become_sdk_errors(status: int, code: str, cls: type[errors.ApiError]) -> None:
@@ -74,9 +97,11 @@ def test_error_bodies_become_sdk_errors(status: int, code: str, cls: type[errors
 
 
 def test_a_proxy_error_page_is_a_server_error() -> None:
-    with client_for(lambda r: httpx.Response(502, text="<html>Bad Gateway</html>")) as client:
-        with pytest.raises(errors.ServerError) as exc:
-            client.me()
+    with (
+        client_for(lambda r: httpx.Response(502, text="<html>Bad Gateway</html>")) as client,
+        pytest.raises(errors.ServerError) as exc,
+    ):
+        client.me()
     assert str(exc.value) == "GET /api/v1/me failed with HTTP 502 Bad Gateway: '<html>Bad Gateway</html>'"
     assert exc.value.code == "http_502"
 
@@ -153,11 +178,26 @@ def test_wait_gives_up_after_repeated_outages() -> None:
 
 
 def test_leaderboard_needs_no_token() -> None:
-    board = {"split": "public", "frozen": False, "published": False, "rows": [
-        {"rank": None, "participant": "Greedy", "submission_id": None, "submission_name": "Greedy", "score": 1.0,
-         "ci_low": 1.0, "ci_high": 1.0, "per_scenario": {"lab": 1.0}, "submissions": 0, "submitted_at": None,
-         "baseline": True},
-    ]}
+    board = {
+        "split": "public",
+        "frozen": False,
+        "published": False,
+        "rows": [
+            {
+                "rank": None,
+                "participant": "Greedy",
+                "submission_id": None,
+                "submission_name": "Greedy",
+                "score": 1.0,
+                "ci_low": 1.0,
+                "ci_high": 1.0,
+                "per_scenario": {"lab": 1.0},
+                "submissions": 0,
+                "submitted_at": None,
+                "baseline": True,
+            },
+        ],
+    }
 
     def handler(request: httpx.Request) -> httpx.Response:
         assert "Authorization" not in request.headers

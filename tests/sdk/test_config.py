@@ -5,7 +5,6 @@ import stat
 from pathlib import Path
 
 import pytest
-
 from layersched.sdk.config import Config, config_path, load_config, normalise_server, save_config
 from layersched.sdk.errors import ConfigError
 
@@ -71,9 +70,9 @@ def test_normalise_server_refuses_other_schemes() -> None:
 
 
 def test_require_messages() -> None:
-    with pytest.raises(ConfigError, match="^no server configured: run `layersched login"):
+    with pytest.raises(ConfigError, match=r"^no server configured: run `layersched login"):
         Config().require_server()
-    with pytest.raises(ConfigError, match="^not logged in: run `layersched login"):
+    with pytest.raises(ConfigError, match=r"^not logged in: run `layersched login"):
         Config(server="http://x").require_token()
 
 

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-
 from layersched.sdk import errors
 from layersched.sdk.errors import ApiError, error_for
 
@@ -32,7 +31,14 @@ def test_error_for_maps_status_and_code(status: int, code: str, cls: type[ApiErr
 
 def test_hierarchy() -> None:
     assert issubclass(errors.Forbidden, errors.AuthError)
-    for cls in (errors.ConfigError, errors.BundleError, errors.PolicyCheckError, errors.ServerUnreachable, ApiError):
+    for cls in (
+        errors.ConfigError,
+        errors.BundleError,
+        errors.PolicyCheckError,
+        errors.WaitTimeout,
+        errors.ServerUnreachable,
+        ApiError,
+    ):
         assert issubclass(cls, errors.LayerschedError)
     assert not issubclass(errors.ServerUnreachable, ApiError)
 

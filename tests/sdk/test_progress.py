@@ -3,7 +3,6 @@ from __future__ import annotations
 import io
 
 import pytest
-
 from layersched.sdk.progress import ProgressBar, format_bytes
 
 
@@ -13,7 +12,8 @@ class Tty(io.StringIO):
 
 
 @pytest.mark.parametrize(
-    ("n", "text"), [(0, "0 B"), (999, "999 B"), (1500, "1.5 kB"), (50_000_000, "50.0 MB"), (3e9, "3.0 GB")],
+    ("n", "text"),
+    [(0, "0 B"), (999, "999 B"), (1500, "1.5 kB"), (50_000_000, "50.0 MB"), (3e9, "3.0 GB")],
     ids=["zero", "bytes", "kilo", "mega", "giga"],
 )
 def test_format_bytes(n: float, text: str) -> None:

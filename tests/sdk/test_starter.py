@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from layersched.sdk.cli import main
 
 pytest.importorskip("torch")
@@ -19,9 +18,7 @@ TINY = ["--episodes", "2", "--tasks", "50", "--eval-seeds", "1"]
 
 
 def run_script(kit: Path, *args: str) -> str:
-    result = subprocess.run(
-        [sys.executable, *args], cwd=kit, capture_output=True, text=True, timeout=300, check=False
-    )
+    result = subprocess.run([sys.executable, *args], cwd=kit, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     return result.stdout
@@ -85,15 +82,20 @@ def test_plot_curves_over_seeds(kit: Path) -> None:
             "(pip install matplotlib for the plot)\n"
         )
         summary = rows(kit / "train_curve_summary.csv")
-        assert [(r["group"], r["episode"], r["seeds"]) for r in summary] == [("REINFORCE", "1", "2"), ("REINFORCE", "2", "2")]
+        assert [(r["group"], r["episode"], r["seeds"]) for r in summary] == [
+            ("REINFORCE", "1", "2"),
+            ("REINFORCE", "2", "2"),
+        ]
         assert all(float(r["min"]) <= float(r["mean"]) <= float(r["max"]) for r in summary)
     else:
         assert (kit / "train_curve.png").is_file()
 
 
 def test_scripts_explain_every_option(kit: Path) -> None:
-    out = run_script(kit, "train_reinforce.py", "--help")
-    assert "--episodes EPISODES  training episodes (each is one workload of --tasks tasks) (default 300)" in " ".join(
-        out.split("\n")
-    ) or "training episodes (each is one workload of --tasks tasks)" in out
-    assert "--torch-deterministic" in out
+    for script, option in (
+        ("train_reinforce.py", "--gamma GAMMA discount factor of the returns (default 0.95)"),
+        ("imitation_rl.py", "--expert EXPERT the baseline to imitate"),
+    ):
+        text = " ".join(run_script(kit, script, "--help").split())  # argparse wraps lines
+        assert option in text, text
+        assert "--torch-deterministic" in text

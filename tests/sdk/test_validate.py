@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from layersched.sdk.cli import main
 from layersched.sdk.validate import POLICY_ROW, validate
 
@@ -53,18 +52,23 @@ def test_output_of_the_policy_does_not_disturb_the_run(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("source", "message"),
     [
-        ("raise RuntimeError('no GPU here')\ndef policy(env, task, rng):\n    return 0\n",
-         "importing the policy failed: RuntimeError: no GPU here"),
-        ("import json\npolicy = json.loads('3')\n",
-         "policy must be a function policy(env, task, rng) -> int, got 3"),
+        (
+            "raise RuntimeError('no GPU here')\ndef policy(env, task, rng):\n    return 0\n",
+            "importing the policy failed: RuntimeError: no GPU here",
+        ),
+        ("import json\npolicy = json.loads('3')\n", "policy must be a function policy(env, task, rng) -> int, got 3"),
         ("def policy(env, task, rng):\n    return 99\n", "step 0: policy returned node 99, outside 0..9"),
         ("def policy(env, task, rng):\n    return 1 / 0\n", "policy raised ZeroDivisionError: division by zero"),
-        ("import numpy as np\ndef policy(env, task, rng):\n"
-         "    return -1 if len(env.completion) == 100 else int(np.argmax(env.mask(task)))\n",
-         "episode lab-300/seed0: invalid_action: step 100: policy returned node -1, outside 0..9"),
-        ("import numpy as np\ndef policy(env, task, rng):\n"
-         "    if len(env.completion) == 50:\n        {}['missing']\n    return int(np.argmax(env.mask(task)))\n",
-         "episode lab-300/seed0: crash: step 50: KeyError: 'missing'"),
+        (
+            "import numpy as np\ndef policy(env, task, rng):\n"
+            "    return -1 if len(env.completion) == 100 else int(np.argmax(env.mask(task)))\n",
+            "episode lab-300/seed0: invalid_action: step 100: policy returned node -1, outside 0..9",
+        ),
+        (
+            "import numpy as np\ndef policy(env, task, rng):\n"
+            "    if len(env.completion) == 50:\n        {}['missing']\n    return int(np.argmax(env.mask(task)))\n",
+            "episode lab-300/seed0: crash: step 50: policy raised an exception: KeyError: 'missing'",
+        ),
     ],
     ids=["import-error", "not-callable", "out-of-range", "raises-at-once", "invalid-later", "crash-later"],
 )
@@ -76,18 +80,33 @@ def test_failures_are_named(tmp_path: Path, source: str, message: str) -> None:
 
 
 def test_a_decision_over_the_deadline(tmp_path: Path) -> None:
-    source = GREEDY.replace("    total =", "    if len(env.completion) == 10:\n        import time; time.sleep(0.1)\n"
-                                          "    total =")
+    source = GREEDY.replace(
+        "    total =", "    if len(env.completion) == 10:\n        import time; time.sleep(0.1)\n    total ="
+    )
     report = validate(write(tmp_path, source), max_episodes=1, deadline_s=0.05)
     assert not report.ok
+    first, second = errors(report)
+    assert first == "episode lab-300/seed0: timeout: step 10: no action within the per-decision deadline of 0.05 s"
+    assert second.startswith("decision time: mean ")
+    assert second.endswith("(deadline 0.05 s): over the deadline, the server will stop the episode")
+
+
+def test_without_the_worker_package_the_child_runs_the_episodes(tmp_path: Path) -> None:
+    report = validate(write(tmp_path, GREEDY), max_episodes=1, use_worker_sandbox=False)
+    assert report.ok, report.findings
+    assert report.runner == "a local process (layersched.worker is not installed)"
+    assert report.score == pytest.approx(1.0, abs=0.01)
+    source = GREEDY.replace(
+        "    total =", "    if len(env.completion) == 10:\n        import time; time.sleep(0.1)\n    total ="
+    )
+    report = validate(write(tmp_path, source), max_episodes=1, deadline_s=0.05, use_worker_sandbox=False)
     assert errors(report)[0].startswith("episode lab-300/seed0: timeout: slowest decision 0.1")
-    assert errors(report)[0].endswith(" s > deadline 0.05 s")
-    assert errors(report)[1].endswith("(deadline 0.05 s): over the deadline, the server will stop the episode")
 
 
 def test_a_decision_close_to_the_deadline_is_a_warning(tmp_path: Path) -> None:
-    source = GREEDY.replace("    total =", "    if len(env.completion) == 10:\n        import time; time.sleep(0.3)\n"
-                                          "    total =")
+    source = GREEDY.replace(
+        "    total =", "    if len(env.completion) == 10:\n        import time; time.sleep(0.3)\n    total ="
+    )
     report = validate(write(tmp_path, source), max_episodes=1, deadline_s=0.5)
     assert report.ok
     assert warnings_(report)[0].endswith(
@@ -97,16 +116,15 @@ def test_a_decision_close_to_the_deadline_is_a_warning(tmp_path: Path) -> None:
 
 def test_a_policy_that_does_not_reproduce_its_actions_is_warned(tmp_path: Path) -> None:
     source = (
-        "import numpy as np\nEPISODES = [0]\n\ndef policy(env, task, rng):\n"
-        "    EPISODES[0] += not env.completion  # state kept across episodes\n"
-        "    feasible = np.flatnonzero(env.mask(task))\n    return int(feasible[EPISODES[0] % len(feasible)])\n"
+        "import os\nimport numpy as np\n\ndef policy(env, task, rng):\n"
+        "    feasible = np.flatnonzero(env.mask(task))\n    return int(feasible[os.urandom(1)[0] % len(feasible)])\n"
     )
     report = validate(write(tmp_path, source), max_episodes=1)
     assert report.ok
     assert warnings_(report) == [
         "episode seed0 run twice with the same seeds gave different actions: the policy depends on something "
-        "besides (env, task, rng) and its globals (time, files, state kept across episodes); audits will report "
-        "a mismatch"
+        "besides (env, task, rng) and the seeded generators (the clock, files, unseeded randomness); audits will "
+        "report a mismatch"
     ]
 
 
@@ -114,7 +132,10 @@ def test_cli_validate_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFix
     path = write(tmp_path, GREEDY, "greedy.py")
     assert main(["validate", str(path), "--episodes", "1"]) == 0
     out = capsys.readouterr().out
-    assert "score on 1 public sample episode of 'sample' (ratio to Greedy, lower is better):" in out
+    assert (
+        "score on 1 public sample episode of 'sample' (ratio to Greedy, lower is better), "
+        "run in the worker's sandbox harness (process backend):" in out
+    )
     assert "\n->your policy " in out
     assert out.endswith(f"{path}: ready to submit\n")
 

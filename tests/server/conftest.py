@@ -72,7 +72,7 @@ def sqlite_database(tmp_path_factory: pytest.TempPathFactory) -> str:
     return url
 
 
-@pytest.fixture(params=["sqlite", "postgres"], ids=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def database_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """Each API test runs against both backends, on empty tables."""
     url: str = request.getfixturevalue(f"{request.param}_database")

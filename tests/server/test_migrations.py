@@ -17,7 +17,7 @@ from sqlalchemy import inspect
 from .conftest import PG_URL, create_pg_database, drop_pg_database
 
 
-@pytest.fixture(params=["sqlite", "postgres"], ids=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'fresh.db'}"

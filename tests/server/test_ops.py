@@ -92,3 +92,19 @@ def test_admin_cli_functions(tmp_path: Path) -> None:
         assert client.get("/api/v1/me", headers=revoked).status_code == 401
         log = client.get("/api/v1/admin/audit-log", headers=headers).json()["data"]
         assert [e["action"] for e in log][:2] == ["register_evalset", "revoke_token"]
+
+
+def test_register_evalset_from_file(tmp_path: Path) -> None:
+    from layersched.sim.evalset import load_evalset
+
+    settings = Settings(_env_file=None, database_url=f"sqlite:///{tmp_path}/cli.db")  # type: ignore[call-arg]
+    admin.upgrade_database(settings=settings)
+    sample = Path(__file__).resolve().parents[2] / "hidden_seeds" / "sample.toml"
+    registered = admin.register_evalset(path=sample, settings=settings)
+    expected = load_evalset(sample)
+    assert (registered.name, registered.commitment) == (expected.name, expected.commitment)
+    assert [s["name"] for s in registered.scenarios] == [sc.name for sc in expected.scenarios]
+    with TestClient(create_app(settings, enqueuer=lambda *a, **k: None)) as client:
+        current = client.get("/api/v1/evalsets/current").json()
+    assert current["commitment"] == expected.commitment
+    assert all(s["public_episodes"] >= 0 and s["weight"] > 0 for s in current["scenarios"])

@@ -193,3 +193,35 @@ def test_baseline_cache_upsert(db: Session) -> None:
     assert first.id == second.id
     got = storage.get_baseline_result(session=db, evalset_commitment="c" * 64, sim_version="1.0.0", baseline="Greedy")
     assert got is not None and got.score_private is None and got.score_public == score(1.0, 0.01)
+
+
+def test_concurrent_duplicate_writes_make_one_row(db: Session, queued: Evaluation, settings: Any) -> None:
+    """Two deliveries of the same task racing: the unique key and the upsert keep one row per episode."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from layersched.server.db import make_engine, make_sessionmaker
+
+    engine = make_engine(settings.database_url)
+    factory = make_sessionmaker(engine)
+
+    def write(i: int) -> None:
+        with factory() as session:
+            storage.record_episode_result(
+                session=session,
+                evaluation_id=queued.id,
+                scenario="lab-5",
+                episode_id=f"e{i % 2}",
+                split="public",
+                hidden=False,
+                status="ok",
+                mean_completion=float(i),
+            )
+
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(write, range(16)))
+    finally:
+        engine.dispose()
+    assert storage.recorded_episodes(session=db, evaluation_id=queued.id) == {("lab-5", "e0"), ("lab-5", "e1")}
+    db.refresh(queued)
+    assert queued.progress_done == 2

@@ -307,6 +307,8 @@ class SandboxContract:
         bundle = write_policy(tmp_path, KILL_PARENT)
         session, outcomes = self.run(bundle, episodes=EPISODES[:2])
         for outcome in outcomes:
+            # The episode process may still answer a step or two while the container's init tears it down.
             assert outcome.status == "crash"
-            assert outcome.message.startswith("step 1: ")
+            assert re.fullmatch(r"step \d+: episode process ended without replying; the sandbox ended too \(.+\)",
+                                outcome.message), outcome.message
         assert session.restarts == 1

@@ -1,0 +1,154 @@
+"""The sandbox contract against the real Docker engine and the real sandbox image, plus the container's lockdown.
+
+The session fixture starts the engine (worker/sandbox/start_dockerd.sh) and builds the image if its inputs changed
+(worker/sandbox/build_image.sh, about a minute the first time, a second after). These tests are only skipped when
+LAYERSCHED_SKIP_DOCKER=1; without an engine they fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import docker
+import pytest
+from docker.errors import NotFound
+from layersched.worker import docker_backend
+from layersched.worker.docker_backend import LABEL, WORKER_LABEL, sweep_orphans, worker_identity
+from layersched.worker.limits import MiB, SandboxLimits
+from layersched.worker.runner import open_sandbox
+
+from .sandbox_contract import EPISODES, LAB, POLICIES, SandboxContract, make_job
+
+SANDBOX_DIR = Path(__file__).resolve().parents[2] / "worker" / "sandbox"
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="session")
+def sandbox_image() -> str:
+    if os.environ.get("LAYERSCHED_SKIP_DOCKER") == "1":
+        pytest.skip("LAYERSCHED_SKIP_DOCKER=1")
+    subprocess.run([str(SANDBOX_DIR / "start_dockerd.sh")], check=True, capture_output=True)
+    built = subprocess.run([str(SANDBOX_DIR / "build_image.sh")], check=True, capture_output=True, text=True)
+    return built.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture
+def client(sandbox_image):
+    c = docker.from_env()
+    yield c
+    c.close()
+
+
+@pytest.mark.usefixtures("sandbox_image")
+class TestDockerSandbox(SandboxContract):
+    backend = "docker"
+
+
+def test_image_is_rebuilt_only_when_inputs_change(sandbox_image):
+    again = subprocess.run([str(SANDBOX_DIR / "build_image.sh")], check=True, capture_output=True, text=True)
+    assert again.stdout.strip() == sandbox_image
+    assert f"image {sandbox_image} is up to date" in again.stderr
+
+
+def test_container_is_locked_down(client):
+    limits = SandboxLimits(memory_bytes=768 * MiB, pids=48, cpus=0.5, tmp_bytes=16 * MiB)
+    with open_sandbox(POLICIES / "greedy", backend="docker", limits=limits) as session:
+        assert session.backend == "docker"
+        assert session.image_digest == client.images.get("layersched-sandbox:latest").id
+        container = session._backend.container  # type: ignore[attr-defined]
+        attrs = client.api.inspect_container(container.id)
+        host = attrs["HostConfig"]
+        assert host["NetworkMode"] == "none"
+        assert host["ReadonlyRootfs"] is True
+        assert host["CapDrop"] == ["ALL"]
+        assert host["SecurityOpt"] == ["no-new-privileges"]
+        assert host["PidsLimit"] == 48
+        assert host["Memory"] == host["MemorySwap"] == 768 * MiB
+        assert host["NanoCpus"] == 500_000_000
+        assert host["Tmpfs"] == {"/tmp": f"rw,nosuid,nodev,noexec,size={16 * MiB},mode=1777"}
+        assert host["LogConfig"]["Type"] == "none"
+        assert host["Privileged"] is False
+        assert attrs["Config"]["User"] == "10001:10001"
+        assert {m["Destination"]: m["RW"] for m in attrs["Mounts"]} == {"/bundle": False, "/run/layersched": False}
+        env_keys = {item.split("=", 1)[0] for item in attrs["Config"]["Env"]}
+        assert env_keys <= {"PATH", "HOME", "LANG", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED",
+                            "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"}
+        assert attrs["Config"]["Labels"][LABEL] == "1"
+        assert attrs["Config"]["Labels"][WORKER_LABEL] == worker_identity()
+        assert session.run_episode(make_job(session, "lab", LAB, EPISODES[0])).status == "ok"
+    with pytest.raises(NotFound):
+        client.containers.get(container.id)  # always removed
+
+
+def test_probes_from_inside_are_blocked():
+    with open_sandbox(POLICIES / "tamperer", backend="docker") as session:
+        outcome = session.run_episode(make_job(session, "lab", LAB, EPISODES[0]))
+    lines = outcome.stdout.splitlines()
+    assert lines[0] == "uid: 10001"
+    assert lines[1] == "network: blocked (OSError: [Errno 101] Network is unreachable)"
+    assert lines[2] == "write bundle: blocked (OSError: [Errno 30] Read-only file system: '/bundle/owned.txt')"
+    assert lines[3] == "write root: blocked (OSError: [Errno 30] Read-only file system: '/owned.txt')"
+    assert lines[4] == ("write channel dir: blocked (OSError: [Errno 30] Read-only file system: "
+                        "'/run/layersched/owned.txt')")
+    assert lines[5] == "write tmp: allowed ('/tmp/scratch.txt')"
+    assert lines[6] == "setuid root: blocked (PermissionError: [Errno 1] Operation not permitted)"
+    assert lines[7] == "list channel dir: allowed (['chan.sock'])"
+
+
+def test_missing_image_is_an_infrastructure_error(sandbox_image):
+    with open_sandbox(POLICIES / "greedy", backend="docker", image="layersched-sandbox:no-such-tag") as session:
+        outcome = session.run_episode(make_job(session, "lab", LAB, EPISODES[0]))
+    assert outcome.status == "infrastructure_error"
+    assert outcome.message == ("docker sandbox failed to start: sandbox image 'layersched-sandbox:no-such-tag' "
+                               "not found; build it with worker/sandbox/build_image.sh")
+
+
+def test_sandbox_exits_when_the_worker_goes_away(client):
+    session = open_sandbox(POLICIES / "greedy", backend="docker")
+    container = session._backend.container  # type: ignore[attr-defined]
+    try:
+        assert session._ctl is not None
+        session._ctl.close()  # what the kernel does when the worker dies
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and client.containers.get(container.id).status == "running":
+            time.sleep(0.2)
+        assert client.containers.get(container.id).status == "exited"
+    finally:
+        session._ctl = None
+        session.close()
+
+
+def test_orphans_are_swept(client, sandbox_image):
+    def labelled(identity: str):
+        return client.containers.create(sandbox_image, command=["sleep", "60"], network_mode="none",
+                                        labels={LABEL: "1", WORKER_LABEL: identity})
+
+    host = worker_identity().split(":")[0]
+    orphan = labelled(f"{host}:999999999:1")  # no such process
+    reused_pid = labelled(f"{host}:{os.getpid()}:0")  # our pid, but started at another time
+    ours = labelled(worker_identity())
+    try:
+        assert sweep_orphans(client) == 2
+        with pytest.raises(NotFound):
+            client.containers.get(orphan.id)
+        with pytest.raises(NotFound):
+            client.containers.get(reused_pid.id)
+        assert client.containers.get(ours.id).id == ours.id
+    finally:
+        for c in (orphan, reused_pid, ours):
+            with contextlib.suppress(NotFound):
+                c.remove(force=True)
+
+
+def test_sweep_runs_once_per_worker(client, monkeypatch):
+    calls = []
+    monkeypatch.setattr(docker_backend, "_swept", False)
+    monkeypatch.setattr(docker_backend, "sweep_orphans", lambda c: calls.append(c) or 0)
+    for _ in range(2):
+        docker_backend.DockerBackend(SandboxLimits(), client=client)
+    assert len(calls) == 1
