@@ -70,14 +70,18 @@ def measure(bundle: Path, scenario: Scenario, episodes: list[EpisodeSpec], backe
         opened = time.perf_counter() - t0
         if session.startup.status is not None:
             sys.exit(f"sandbox failed to start: {session.startup.status}: {session.startup.message}")
-        jobs = [EpisodeJob("lab", scenario, ep, policy_seed(session.bundle_sha256, scenario.content_hash, ep.id))
-                for ep in episodes]
+        jobs = [
+            EpisodeJob("lab", scenario, ep, policy_seed(session.bundle_sha256, scenario.content_hash, ep.id))
+            for ep in episodes
+        ]
         inproc = 0.0
         expected = []
         for job in jobs:
             seed_globals(job.policy_seed)
             t = time.perf_counter()
-            result = run_episode(ClusterEnv(scenario), policy, job.episode.workload_rng(), random.Random(job.policy_seed))
+            result = run_episode(
+                ClusterEnv(scenario), policy, job.episode.workload_rng(), random.Random(job.policy_seed)
+            )
             inproc += time.perf_counter() - t
             expected.append(result.trace_hash)
         rtt = statistics.median(session.ping(500))
@@ -103,8 +107,10 @@ def main() -> None:
     scenario = Scenario(n_tasks=args.tasks)
     episodes = [EpisodeSpec(f"bench-{i}", seed=i) for i in range(args.episodes)]
     print(f"{args.episodes} episodes x {args.tasks} tasks, {args.backend} sandbox, medians of {args.runs} runs")
-    header = (f"{'policy':<10} {'in-proc s':>9} {'sandbox s':>9} {'whole s':>8} {'whole/in':>8} {'start s':>8} "
-              f"{'import s':>8} {'rtt us':>7} {'ovh us':>7} {'ovh/rtt':>7} {'close s':>7}")
+    header = (
+        f"{'policy':<10} {'in-proc s':>9} {'sandbox s':>9} {'whole s':>8} {'whole/in':>8} {'start s':>8} "
+        f"{'import s':>8} {'rtt us':>7} {'ovh us':>7} {'ovh/rtt':>7} {'close s':>7}"
+    )
     print(header)
     print("-" * len(header))
     for name in ("greedy", "torch_mlp"):
@@ -115,10 +121,12 @@ def main() -> None:
 
         inproc, whole = med(lambda r: r.inproc_seconds), med(lambda r: r.whole_sandbox)
         rtt, overhead = med(lambda r: r.rtt_seconds), med(lambda r: r.overhead_per_decision)
-        print(f"{name:<10} {inproc:>9.3f} {med(lambda r: r.sandbox_seconds):>9.3f} {whole:>8.3f} "
-              f"{whole / inproc:>8.2f} {med(lambda r: r.container_start_seconds):>8.3f} "
-              f"{med(lambda r: r.import_seconds):>8.3f} {rtt * 1e6:>7.1f} {overhead * 1e6:>7.1f} "
-              f"{overhead / rtt:>7.2f} {med(lambda r: r.close_seconds):>7.3f}")
+        print(
+            f"{name:<10} {inproc:>9.3f} {med(lambda r: r.sandbox_seconds):>9.3f} {whole:>8.3f} "
+            f"{whole / inproc:>8.2f} {med(lambda r: r.container_start_seconds):>8.3f} "
+            f"{med(lambda r: r.import_seconds):>8.3f} {rtt * 1e6:>7.1f} {overhead * 1e6:>7.1f} "
+            f"{overhead / rtt:>7.2f} {med(lambda r: r.close_seconds):>7.3f}"
+        )
     print("in-proc/sandbox: the episodes only; whole: sandbox open (start + import) + episodes + close;")
     print("rtt: one ping frame through the channel; ovh: per-decision overhead of the sandbox over in-process.")
 

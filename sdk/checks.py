@@ -128,15 +128,17 @@ def _entry_point_findings(entry: str, tree: ast.Module) -> list[Finding]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "policy":
             if isinstance(node, ast.AsyncFunctionDef):
                 return [Finding("error", f"{entry}:{node.lineno}: policy is async; the contract is a plain function")]
+            # The server's upload check (server/bundles.py) applies the same rule, so both refuse the same files.
             args = node.args
             positional = [*args.posonlyargs, *args.args]
             required = len(positional) - len(args.defaults)
-            if (args.vararg is None and len(positional) < 3) or required > 3:
-                shown = ", ".join(a.arg for a in positional)
+            kw_required = any(default is None for default in args.kw_defaults)
+            if (args.vararg is None and len(positional) < 3) or required > 3 or kw_required:
+                shown = ", ".join(a.arg for a in [*positional, *args.kwonlyargs])
                 return [
                     Finding(
                         "error",
-                        f"{entry}:{node.lineno}: policy({shown}) takes {len(positional)} positional argument(s); "
+                        f"{entry}:{node.lineno}: policy({shown}) must accept three positional arguments; "
                         f"the contract is policy(env, task, rng) -> int",
                     )
                 ]
@@ -150,8 +152,6 @@ def _entry_point_findings(entry: str, tree: ast.Module) -> list[Finding]:
             return [Finding("ok", f"entry point: policy assigned in {entry}:{node.lineno}")]
         if isinstance(node, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name) == "policy" for a in node.names):
             return [Finding("ok", f"entry point: policy imported in {entry}:{node.lineno}")]
-        if isinstance(node, ast.ClassDef) and node.name == "policy":
-            return [Finding("ok", f"entry point: policy class defined in {entry}:{node.lineno}")]
     return [
         Finding(
             "error",

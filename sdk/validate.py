@@ -232,7 +232,7 @@ def format_report(report: ValidationReport) -> str:
         n = len(report.episodes)
         lines.append("")
         lines.append(
-            f"score on {n} public sample episode{'s' if n != 1 else ''} of {report.evalset_name!r} "
+            f"score on {n} public episode{'s' if n != 1 else ''} of {report.evalset_name!r} "
             f"(ratio to Greedy, lower is better), run in {report.runner}:"
         )
         header = f"  {'policy':<13} {'score':>7}" + "".join(f" {sc[:14] + ' (s)':>19}" for sc in scenarios)

@@ -101,8 +101,9 @@ class DockerBackend:
 
     name: Literal["docker"] = "docker"
 
-    def __init__(self, limits: SandboxLimits, *, image: str | None = None,
-                 client: docker.DockerClient | None = None) -> None:
+    def __init__(
+        self, limits: SandboxLimits, *, image: str | None = None, client: docker.DockerClient | None = None
+    ) -> None:
         global _swept
         self.limits = limits
         self.image = image or DEFAULT_IMAGE
@@ -132,8 +133,15 @@ class DockerBackend:
         self.container = self.client.containers.run(
             self.image,
             command=[
-                "python3", "-m", "layersched.worker.harness", "--socket", f"{CHANNEL_MOUNT}/{SOCKET_NAME}",
-                "--bundle", BUNDLE_MOUNT, "--output-bytes", str(lim.output_bytes),
+                "python3",
+                "-m",
+                "layersched.worker.harness",
+                "--socket",
+                f"{CHANNEL_MOUNT}/{SOCKET_NAME}",
+                "--bundle",
+                BUNDLE_MOUNT,
+                "--output-bytes",
+                str(lim.output_bytes),
             ],
             detach=True,
             init=True,  # docker-init as PID 1 reaps whatever the policy leaves behind
@@ -154,8 +162,14 @@ class DockerBackend:
                 Mount(CHANNEL_MOUNT, str(run_dir / CHANNEL_DIR), type="bind", read_only=True),
             ],
             environment={
-                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1",
-                "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "HOME": "/tmp", "LANG": "C.UTF-8",
+                "PYTHONHASHSEED": "0",
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "PYTHONUNBUFFERED": "1",
+                "OMP_NUM_THREADS": "1",
+                "MKL_NUM_THREADS": "1",
+                "OPENBLAS_NUM_THREADS": "1",
+                "HOME": "/tmp",
+                "LANG": "C.UTF-8",
             },
             labels={LABEL: "1", WORKER_LABEL: worker_identity()},
         )

@@ -94,9 +94,7 @@ def scenario_from_wire(message: dict[str, Any]) -> Scenario:
 
 def nodes_to_wire(specs: list[NodeSpec]) -> list[list[Any]]:
     # JSON has no Infinity: the cloud's unlimited storage travels as null.
-    return [
-        [s.bandwidth, s.freq, None if s.storage == float("inf") else s.storage, s.slots, s.is_cloud] for s in specs
-    ]
+    return [[s.bandwidth, s.freq, None if s.storage == float("inf") else s.storage, s.slots, s.is_cloud] for s in specs]
 
 
 def nodes_from_wire(rows: list[list[Any]]) -> list[NodeSpec]:
@@ -118,8 +116,12 @@ def action_message(step: int, value: object) -> dict[str, Any]:
     if isinstance(value, int) and not isinstance(value, bool):
         if -_INT64 <= value < _INT64:
             return {"type": "action", "step": step, "action": value}
-        return {"type": "bad_action", "step": step, "value": f"an integer of {value.bit_length()} bits",
-                "value_type": "int"}
+        return {
+            "type": "bad_action",
+            "step": step,
+            "value": f"an integer of {value.bit_length()} bits",
+            "value_type": "int",
+        }
     try:
         text = repr(value)[:200]
     except Exception:
@@ -180,8 +182,10 @@ def configure_torch() -> None:
 
 def oom_kills() -> int | None:
     """The container's OOM-kill counter (cgroup v1 or v2), or None outside a memory cgroup."""
-    for path, key in (("/sys/fs/cgroup/memory.events", "oom_kill"),
-                      ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill")):
+    for path, key in (
+        ("/sys/fs/cgroup/memory.events", "oom_kill"),
+        ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill"),
+    ):
         try:
             with open(path) as f:
                 for line in f:
@@ -237,21 +241,25 @@ class Harness:
             error = self._import_into(out, err)
             captures = [_read_capped(f, self.output_bytes) for f in (out, err)]
         report = {
-            "stdout": captures[0].b64(), "stderr": captures[1].b64(),
-            "stdout_dropped": captures[0].dropped, "stderr_dropped": captures[1].dropped,
+            "stdout": captures[0].b64(),
+            "stderr": captures[1].b64(),
+            "stdout_dropped": captures[0].dropped,
+            "stderr_dropped": captures[1].dropped,
         }
         if error is not None:
             self.send({"type": "import_error", "traceback": error[-20000:], **report})
             return False
         torch = sys.modules.get("torch")
-        self.send({
-            "type": "ready",
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-            "torch": None if torch is None else str(torch.__version__),
-            "import_seconds": time.monotonic() - started,
-            **report,
-        })
+        self.send(
+            {
+                "type": "ready",
+                "python": platform.python_version(),
+                "numpy": np.__version__,
+                "torch": None if torch is None else str(torch.__version__),
+                "import_seconds": time.monotonic() - started,
+                **report,
+            }
+        )
         return True
 
     def _import_into(self, out: IO[bytes], err: IO[bytes]) -> str | None:
@@ -335,16 +343,20 @@ class Harness:
         self._drain(captures, open_fds)
         oom_after = oom_kills()
         out, err = captures[out_r], captures[err_r]
-        self.send({
-            "type": "exited",
-            "episode_id": message["episode_id"],
-            "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-            "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-            "killed": killed,
-            "oom_kills": None if oom_before is None or oom_after is None else oom_after - oom_before,
-            "stdout": out.b64(), "stderr": err.b64(),
-            "stdout_dropped": out.dropped, "stderr_dropped": err.dropped,
-        })
+        self.send(
+            {
+                "type": "exited",
+                "episode_id": message["episode_id"],
+                "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                "killed": killed,
+                "oom_kills": None if oom_before is None or oom_after is None else oom_after - oom_before,
+                "stdout": out.b64(),
+                "stderr": err.b64(),
+                "stdout_dropped": out.dropped,
+                "stderr_dropped": err.dropped,
+            }
+        )
         if shutdown:
             raise SystemExit(0)
 
@@ -411,7 +423,6 @@ def _die_with_parent(parent: int) -> None:
         os._exit(EXIT_HARNESS)
 
 
-
 def episode_process(socket_path: str, policy: Policy, env: ClusterEnv, message: dict[str, Any]) -> int:
     """Serve one episode's decisions on a fresh connection. Returns the process exit code."""
     seed = message["seed"]
@@ -452,8 +463,9 @@ def episode_process(socket_path: str, policy: Policy, env: ClusterEnv, message: 
             try:
                 ClusterEnv.place(env, task, reply["action"])
             except BaseException:  # the policy broke its replica; it finds out at the next step
-                send({"type": "error", "step": step + 1, "kind": "replica",
-                      "traceback": traceback.format_exc()[-20000:]})
+                send(
+                    {"type": "error", "step": step + 1, "kind": "replica", "traceback": traceback.format_exc()[-20000:]}
+                )
                 return EXIT_POLICY_RAISED
             env.k = step + 1
         step += 1

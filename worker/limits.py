@@ -52,8 +52,14 @@ class SandboxLimits:
     """How long the harness gets to report a killed episode process before the whole sandbox is replaced."""
 
     def __post_init__(self) -> None:
-        for name in ("decision_seconds", "episode_seconds", "submission_seconds", "startup_seconds",
-                     "cpus", "kill_grace_seconds"):
+        for name in (
+            "decision_seconds",
+            "episode_seconds",
+            "submission_seconds",
+            "startup_seconds",
+            "cpus",
+            "kill_grace_seconds",
+        ):
             value = getattr(self, name)
             if not value > 0:
                 raise ValueError(f"SandboxLimits.{name} must be positive, got {value!r}")

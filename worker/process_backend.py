@@ -66,20 +66,39 @@ class ProcessBackend:
         from layersched.worker.runner import CHANNEL_DIR, SOCKET_NAME
 
         command = [
-            *self.namespaces, sys.executable, "-m", "layersched.worker.harness",
-            "--socket", str(run_dir / CHANNEL_DIR / SOCKET_NAME), "--bundle", str(bundle_dir),
-            "--output-bytes", str(self.limits.output_bytes),
+            *self.namespaces,
+            sys.executable,
+            "-m",
+            "layersched.worker.harness",
+            "--socket",
+            str(run_dir / CHANNEL_DIR / SOCKET_NAME),
+            "--bundle",
+            str(bundle_dir),
+            "--output-bytes",
+            str(self.limits.output_bytes),
         ]
         env = {  # nothing of the worker's environment (no secrets), only what makes runs reproducible
-            "PATH": os.defpath, "HOME": str(run_dir), "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
-            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+            "PATH": os.defpath,
+            "HOME": str(run_dir),
+            "LANG": "C.UTF-8",
+            "PYTHONHASHSEED": "0",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
             "OPENBLAS_NUM_THREADS": "1",
         }
         self._stderr_path = run_dir / "harness.stderr"
         self._stderr = open(self._stderr_path, "wb")  # noqa: SIM115  (closed in close())
         self._proc = subprocess.Popen(
-            command, env=env, cwd=run_dir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=self._stderr, start_new_session=True, preexec_fn=self._apply_rlimits,
+            command,
+            env=env,
+            cwd=run_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._stderr,
+            start_new_session=True,
+            preexec_fn=self._apply_rlimits,
         )
 
     def _apply_rlimits(self) -> None:  # runs in the child between fork and exec

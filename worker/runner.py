@@ -48,7 +48,13 @@ from layersched.worker.limits import SandboxLimits
 log = logging.getLogger(__name__)
 
 Status = Literal[
-    "ok", "invalid_action", "protocol_error", "timeout", "memory_exceeded", "crash", "import_error",
+    "ok",
+    "invalid_action",
+    "protocol_error",
+    "timeout",
+    "memory_exceeded",
+    "crash",
+    "import_error",
     "infrastructure_error",
 ]
 BackendName = Literal["docker", "process"]
@@ -100,8 +106,11 @@ class EpisodeOutcome:
 class Backend(Protocol):
     """What a sandbox backend does: start the harness against a run directory, report on it, and remove it."""
 
-    name: BackendName
-    image_digest: str
+    @property
+    def name(self) -> BackendName: ...
+
+    @property
+    def image_digest(self) -> str: ...
 
     def start(self, run_dir: Path, bundle_dir: Path) -> None: ...
 
@@ -205,7 +214,11 @@ class SandboxSession:
         except BaseException:
             shutil.rmtree(self._run_dir, ignore_errors=True)
             raise
-        self._start()
+        try:
+            self._start()
+        except BaseException:  # e.g. the socket cannot be bound: leave nothing behind
+            self.close()
+            raise
 
     # ------------------------------------------------------------------ properties
 
@@ -260,7 +273,7 @@ class SandboxSession:
             message = protocol.recv(self._ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=deadline)
         except protocol.ChannelTimeout:
             self.startup.status = "timeout"
-            self.startup.message = f"policy import did not finish within {self.limits.startup_seconds:.0f} s"
+            self.startup.message = f"policy import did not finish within {self.limits.startup_seconds:g} s"
             self._backend.close()
             return
         except protocol.ProtocolError as exc:
@@ -356,8 +369,11 @@ class SandboxSession:
             )
         run = _Episode(self, job)
         if time.monotonic() >= self._submission_deadline:
-            return run.finish("timeout", f"submission wall budget of {self.limits.submission_seconds:.0f} s "
-                                         f"exhausted before episode {job.episode.id!r}")
+            return run.finish(
+                "timeout",
+                f"submission wall budget of {self.limits.submission_seconds:g} s "
+                f"exhausted before episode {job.episode.id!r}",
+            )
         if self._ctl is None and self.startup.status is None:
             self._restart()  # the previous episode broke the sandbox
         s = self.startup
@@ -386,8 +402,9 @@ class SandboxSession:
             return
         assert self._ctl is not None
         protocol.send(self._ctl, scenario_to_wire(job.scenario_name, job.scenario))
-        reply = protocol.recv(self._ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX,
-                              deadline=time.monotonic() + self.limits.startup_seconds)
+        reply = protocol.recv(
+            self._ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=time.monotonic() + self.limits.startup_seconds
+        )
         protocol.expect(reply, "scenario_ok", {"name": str, "hash": str})
         if reply["hash"] != content_hash:
             raise _Infrastructure(
@@ -437,14 +454,25 @@ class _Episode:
         self.sandbox_end: tuple[Status, str] | None = None
 
     def finish(
-        self, status: Status, message: str, output: tuple[str, str, int, int] = ("", "", 0, 0),
+        self,
+        status: Status,
+        message: str,
+        output: tuple[str, str, int, int] = ("", "", 0, 0),
         metrics: EpisodeMetrics | None = None,
     ) -> EpisodeOutcome:
         out, err, out_dropped, err_dropped = output
         return EpisodeOutcome(
-            scenario_name=self.job.scenario_name, episode_id=self.job.episode.id, status=status, message=message,
-            metrics=metrics, trace_hash=trace_hash(self.actions), n_actions=len(self.actions),
-            stdout=out, stderr=err, stdout_dropped=out_dropped, stderr_dropped=err_dropped,
+            scenario_name=self.job.scenario_name,
+            episode_id=self.job.episode.id,
+            status=status,
+            message=message,
+            metrics=metrics,
+            trace_hash=trace_hash(self.actions),
+            n_actions=len(self.actions),
+            stdout=out,
+            stderr=err,
+            stdout_dropped=out_dropped,
+            stderr_dropped=err_dropped,
         )
 
     def play(self) -> EpisodeOutcome:
@@ -461,10 +489,19 @@ class _Episode:
         try:
             s._send_scenario(job)
             assert s._ctl is not None
-            protocol.send(s._ctl, {"type": "episode", "episode_id": job.episode.id, "scenario": job.scenario_name,
-                                   "seed": job.policy_seed, "nodes": nodes_to_wire(specs)})
-            self.conn = s._accept(min(time.monotonic() + limits.decision_seconds + limits.startup_seconds,
-                                      episode_deadline), s._ctl)
+            protocol.send(
+                s._ctl,
+                {
+                    "type": "episode",
+                    "episode_id": job.episode.id,
+                    "scenario": job.scenario_name,
+                    "seed": job.policy_seed,
+                    "nodes": nodes_to_wire(specs),
+                },
+            )
+            self.conn = s._accept(
+                min(time.monotonic() + limits.decision_seconds + limits.startup_seconds, episode_deadline), s._ctl
+            )
             if self.conn is None:
                 return self._ended("crash", "episode process ended before connecting")
             reader = protocol.FrameReader(self.conn, max_size=protocol.MAX_FRAME_FROM_SANDBOX)
@@ -544,7 +581,8 @@ class _Episode:
             raise PolicyError(
                 f"step {step}: policy returned {reply['value']} of type {reply['value_type']}, "
                 "expected an int node index",
-                step=step, value=reply["value"],
+                step=step,
+                value=reply["value"],
             )
         tb = reply["traceback"].rstrip()
         if reply["kind"] == "memory":
@@ -648,7 +686,6 @@ class _PolicyRaised(Exception):
     def __init__(self, status: Status, message: str) -> None:
         super().__init__(message)
         self.status = status
-
 
 
 def open_sandbox(

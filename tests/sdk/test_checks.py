@@ -52,9 +52,21 @@ def test_a_good_policy(tmp_path: Path) -> None:
             "def policy(env, task):\n    return 0\n",
             Finding(
                 "error",
-                "policy.py:1: policy(env, task) takes 2 positional argument(s); the contract is policy(env, task, "
-                "rng) -> int",
+                "policy.py:1: policy(env, task) must accept three positional arguments; the contract is "
+                "policy(env, task, rng) -> int",
             ),
+        ),
+        (
+            "def policy(env, task, rng, *, model):\n    return 0\n",
+            Finding(
+                "error",
+                "policy.py:1: policy(env, task, rng, model) must accept three positional arguments; the contract is "
+                "policy(env, task, rng) -> int",
+            ),
+        ),
+        (
+            "def policy(env, task, rng, scale=1.0, *args):\n    return 0\n",
+            Finding("ok", "entry point: policy(env, task, rng) defined in policy.py:1"),
         ),
         (
             "async def policy(env, task, rng):\n    return 0\n",
@@ -62,7 +74,7 @@ def test_a_good_policy(tmp_path: Path) -> None:
         ),
         ("class Agent:\n    pass\npolicy = Agent()\n", Finding("ok", "entry point: policy assigned in policy.py:3")),
     ],
-    ids=["syntax-error", "no-policy", "two-arguments", "async", "assigned"],
+    ids=["syntax-error", "no-policy", "two-arguments", "keyword-only", "defaults", "async", "assigned"],
 )
 def test_entry_point_and_syntax(tmp_path: Path, source: str, expected: Finding) -> None:
     assert findings_for(tmp_path, source) == [expected]

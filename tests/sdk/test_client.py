@@ -208,3 +208,29 @@ def test_leaderboard_needs_no_token() -> None:
         decoded = client.leaderboard()
     assert decoded.rows[0].baseline and decoded.rows[0].rank is None
     assert json.loads(json.dumps(board))["rows"][0]["score"] == decoded.rows[0].score
+
+
+def test_against_the_live_app(live_server: Any, policy_file: Path) -> None:
+    with Client(live_server.url, live_server.tokens["alice"]) as client:
+        me = client.me()
+        assert (me.name, me.role, me.submissions_today, me.daily_quota) == ("alice", "participant", 0, 2)
+        evalset = client.current_evalset()
+        assert (evalset.name, evalset.commitment) == ("sample", "c" * 64)
+        assert [(s.name, s.public_episodes) for s in evalset.scenarios] == [("lab-300", 2), ("official-5n", 2)]
+        first = client.submit(make_bundle(policy_file), name="one")
+        second = client.submit(make_bundle(policy_file), name="two", description="second try")
+        page = client.submissions(limit=1)
+        assert page.count == 2 and len(page.data) == 1
+        assert {s.id for s in client.submissions().data} == {first.id, second.id}
+        assert client.submission(second.id).description == "second try"
+        assert client.logs(first.id) == []
+        with pytest.raises(errors.NotFound):
+            client.submission(999)
+        with pytest.raises(errors.Forbidden):
+            client.admin_publish()
+        with pytest.raises(errors.QuotaExceeded) as exc:
+            client.submit(make_bundle(policy_file), name="three")
+        assert exc.value.status == 429
+    with Client(live_server.url, "wrong") as client, pytest.raises(errors.AuthError) as auth:
+        client.me()
+    assert (auth.value.status, auth.value.code) == (401, "unauthorized")

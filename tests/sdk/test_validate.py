@@ -133,7 +133,7 @@ def test_cli_validate_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["validate", str(path), "--episodes", "1"]) == 0
     out = capsys.readouterr().out
     assert (
-        "score on 1 public sample episode of 'sample' (ratio to Greedy, lower is better), "
+        "score on 1 public episode of 'sample' (ratio to Greedy, lower is better), "
         "run in the worker's sandbox harness (process backend):" in out
     )
     assert "\n->your policy " in out

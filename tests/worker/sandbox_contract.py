@@ -83,8 +83,9 @@ class SandboxContract:
     def open(self, bundle: Path, **limits: Any) -> SandboxSession:
         return open_sandbox(bundle, backend=self.backend, limits=SandboxLimits(**limits))  # type: ignore[arg-type]
 
-    def run(self, bundle: Path, scenario: Scenario = LAB, episodes: list[EpisodeSpec] | None = None,
-            **limits: Any) -> tuple[SandboxSession, list[EpisodeOutcome]]:
+    def run(
+        self, bundle: Path, scenario: Scenario = LAB, episodes: list[EpisodeSpec] | None = None, **limits: Any
+    ) -> tuple[SandboxSession, list[EpisodeOutcome]]:
         with self.open(bundle, **limits) as session:
             outcomes = [session.run_episode(make_job(session, "lab", scenario, ep)) for ep in episodes or EPISODES]
         return session, outcomes
@@ -134,8 +135,9 @@ class SandboxContract:
         _, outcomes = self.run(POLICIES / "tamperer", episodes=EPISODES[:2])
         for episode, outcome in zip(EPISODES[:2], outcomes, strict=True):
             state = {"count": 0}  # each episode process starts from the module as imported
-            expected = run_episode(ClusterEnv(LAB), functools.partial(round_robin, state=state),
-                                   episode.workload_rng(), random.Random(0))
+            expected = run_episode(
+                ClusterEnv(LAB), functools.partial(round_robin, state=state), episode.workload_rng(), random.Random(0)
+            )
             assert (outcome.status, outcome.message) == ("ok", "")
             assert outcome.trace_hash == expected.trace_hash
             assert outcome.metrics == expected.metrics
@@ -167,6 +169,24 @@ class SandboxContract:
         _, outcomes = self.run(bundle, episodes=EPISODES[:1])
         assert outcomes[0].status == "import_error"
         assert outcomes[0].message.endswith("ImportError: policy.py defines no callable 'policy' (found NoneType)\n")
+
+    def test_hanging_import_times_out(self, tmp_path):
+        bundle = write_policy(
+            tmp_path,
+            """
+            import time
+
+            time.sleep(60)
+
+            def policy(env, task, rng):
+                return 0
+        """,
+        )
+        started = time.monotonic()
+        _, outcomes = self.run(bundle, episodes=EPISODES[:2], startup_seconds=2.0)
+        for outcome in outcomes:
+            assert (outcome.status, outcome.message) == ("timeout", "policy import did not finish within 2 s")
+        assert time.monotonic() - started < 10
 
     def test_hang_times_out_and_the_sandbox_survives(self):
         started = time.monotonic()
@@ -202,20 +222,28 @@ class SandboxContract:
         assert (outcomes[0].status, outcomes[0].message) == ("invalid_action", message)
 
     def test_masked_node(self, tmp_path):
-        bundle = write_policy(tmp_path, """
+        bundle = write_policy(
+            tmp_path,
+            """
             import numpy as np
 
             def policy(env, task, rng):
                 banned = np.flatnonzero(~env.mask(task))
                 return int(banned[0]) if len(banned) else int(np.flatnonzero(env.mask(task))[0])
-        """)
+        """,
+        )
         _, outcomes = self.run(bundle, SMALL_NODES, episodes=EPISODES[:1])
         assert outcomes[0].status == "invalid_action"
-        assert re.fullmatch(r"step \d+: policy returned node \d, which cannot store image \d+ "
-                            r"\(\d+\.\d MB > \d+\.\d MB\)", outcomes[0].message), outcomes[0].message
+        assert re.fullmatch(
+            r"step \d+: policy returned node \d, which cannot store image \d+ "
+            r"\(\d+\.\d MB > \d+\.\d MB\)",
+            outcomes[0].message,
+        ), outcomes[0].message
 
     def test_garbage_on_the_channel(self, tmp_path):
-        bundle = write_policy(tmp_path, """
+        bundle = write_policy(
+            tmp_path,
+            """
             import os, stat
 
             def policy(env, task, rng):
@@ -226,13 +254,16 @@ class SandboxContract:
                     except OSError:
                         pass
                 return 0
-        """)
+        """,
+        )
         _, outcomes = self.run(bundle, episodes=EPISODES[:1])
         assert outcomes[0].status == "protocol_error"
         assert outcomes[0].message == "step 0: frame announces 4294967295 bytes, more than the maximum of 4194304 bytes"
 
     def test_reply_for_another_step(self, tmp_path):
-        bundle = write_policy(tmp_path, """
+        bundle = write_policy(
+            tmp_path,
+            """
             import json, os, stat, struct
 
             def policy(env, task, rng):
@@ -244,13 +275,18 @@ class SandboxContract:
                     except OSError:
                         pass
                 return 0
-        """)
+        """,
+        )
         _, outcomes = self.run(bundle, episodes=EPISODES[:1])
         assert (outcomes[0].status, outcomes[0].message) == (
-            "protocol_error", "step 0: reply is for step 7, expected step 0")
+            "protocol_error",
+            "step 0: reply is for step 7, expected step 0",
+        )
 
     def test_output_is_capped_and_counted(self, tmp_path):
-        bundle = write_policy(tmp_path, """
+        bundle = write_policy(
+            tmp_path,
+            """
             import sys
 
             def policy(env, task, rng):
@@ -258,7 +294,8 @@ class SandboxContract:
                     print("x" * 5000, end="")
                     print("y" * 300, end="", file=sys.stderr)
                 return 0
-        """)
+        """,
+        )
         _, outcomes = self.run(bundle, episodes=EPISODES[:1], output_bytes=1000)
         outcome = outcomes[0]
         assert outcome.status == "ok"
@@ -266,39 +303,48 @@ class SandboxContract:
         assert (outcome.stderr, outcome.stderr_dropped) == ("y" * 300, 0)
 
     def test_episode_budget(self, tmp_path):
-        bundle = write_policy(tmp_path, """
+        bundle = write_policy(
+            tmp_path,
+            """
             import time
 
             def policy(env, task, rng):
                 time.sleep(0.05)
                 return 0
-        """)
+        """,
+        )
         _, outcomes = self.run(bundle, episodes=EPISODES[:1], episode_seconds=0.5)
         assert outcomes[0].status == "timeout"
         assert re.fullmatch(r"step \d+: episode wall budget of 0.5 s exhausted", outcomes[0].message)
         assert 5 <= outcomes[0].n_actions <= 10
 
     def test_submission_budget(self, tmp_path):
-        bundle = write_policy(tmp_path, """
+        bundle = write_policy(
+            tmp_path,
+            """
             import time
 
             def policy(env, task, rng):
                 time.sleep(0.05)
                 return 0
-        """)
+        """,
+        )
         _, outcomes = self.run(bundle, episodes=EPISODES[:2], submission_seconds=6.0)
         assert outcomes[0].status == "ok"  # 60 steps of 0.05 s
         assert outcomes[1].status == "timeout"
         assert re.fullmatch(r"step \d+: submission wall budget of 6 s exhausted", outcomes[1].message)
 
     def test_memory_exceeded(self, tmp_path):
-        bundle = write_policy(tmp_path, """
+        bundle = write_policy(
+            tmp_path,
+            """
             import numpy as np
 
             def policy(env, task, rng):
                 hog = np.ones(4 << 30, dtype=np.uint8)
                 return int(hog[0])
-        """)
+        """,
+        )
         _, outcomes = self.run(bundle, episodes=EPISODES[:1], memory_bytes=512 * MiB)
         assert outcomes[0].status == "memory_exceeded", outcomes[0].message
         assert outcomes[0].message.startswith("step 0: ")
@@ -309,6 +355,7 @@ class SandboxContract:
         for outcome in outcomes:
             # The episode process may still answer a step or two while the container's init tears it down.
             assert outcome.status == "crash"
-            assert re.fullmatch(r"step \d+: episode process ended without replying; the sandbox ended too \(.+\)",
-                                outcome.message), outcome.message
+            assert re.fullmatch(
+                r"step \d+: episode process ended without replying; the sandbox ended too \(.+\)", outcome.message
+            ), outcome.message
         assert session.restarts == 1

@@ -114,8 +114,10 @@ def test_closed_before_any_byte(pair):
     [
         ({"type": "error", "step": 1}, "expected a 'action' frame, got 'error'"),
         ({"type": "action", "step": 1}, r"'action' frame has wrong fields \(missing \['action'\], unexpected \[\]\)"),
-        ({"type": "action", "step": 1, "action": 2, "x": 0},
-         r"'action' frame has wrong fields \(missing \[\], unexpected \['x'\]\)"),
+        (
+            {"type": "action", "step": 1, "action": 2, "x": 0},
+            r"'action' frame has wrong fields \(missing \[\], unexpected \['x'\]\)",
+        ),
         ({"type": "action", "step": 1, "action": True}, "'action' frame field 'action' must be int, got True"),
         ({"type": "action", "step": 1, "action": 2.0}, "'action' frame field 'action' must be int, got 2.0"),
         ({"type": "action", "step": "1", "action": 2}, "'action' frame field 'step' must be int, got '1'"),
@@ -168,9 +170,15 @@ def test_capture_keeps_the_head_and_counts_the_rest():
 
 @pytest.mark.parametrize(
     "scenario",
-    [Scenario(n_tasks=10), Scenario(n_tasks=10, cloud=CloudNode(), arrival_rate=0.5),
-     Scenario(n_tasks=10, catalog=load_catalog("hub-top70-2023-07"), nodes=Scenario().nodes.__class__(
-         storage_gb=(20.0, 40.0)))],
+    [
+        Scenario(n_tasks=10),
+        Scenario(n_tasks=10, cloud=CloudNode(), arrival_rate=0.5),
+        Scenario(
+            n_tasks=10,
+            catalog=load_catalog("hub-top70-2023-07"),
+            nodes=Scenario().nodes.__class__(storage_gb=(20.0, 40.0)),
+        ),
+    ],
     ids=["lab", "cloud", "hub"],
 )
 def test_scenario_survives_the_wire(scenario):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
+import sys
 
 import pytest
 from layersched.sim.episodes import EpisodeSpec
@@ -46,6 +48,16 @@ def test_hidden_episodes_are_refused_unless_allowed():
         session.run_episode(make_job(session, "lab", LAB, HIDDEN))
     with open_sandbox(POLICIES / "greedy", backend="process", allow_process_for_hidden=True) as session:
         assert session.run_episode(make_job(session, "lab", LAB, HIDDEN)).status == "ok"
+
+
+def test_runner_import_is_light():
+    # The worker package is imported by Celery and the server's tests: no docker SDK, celery or torch on import.
+    code = (
+        "import sys, layersched.worker, layersched.worker.runner; "
+        "print(sorted(m for m in ('docker', 'celery', 'torch') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_unknown_backend():

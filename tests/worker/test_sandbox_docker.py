@@ -76,8 +76,17 @@ def test_container_is_locked_down(client):
         assert attrs["Config"]["User"] == "10001:10001"
         assert {m["Destination"]: m["RW"] for m in attrs["Mounts"]} == {"/bundle": False, "/run/layersched": False}
         env_keys = {item.split("=", 1)[0] for item in attrs["Config"]["Env"]}
-        assert env_keys <= {"PATH", "HOME", "LANG", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED",
-                            "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"}
+        assert env_keys <= {
+            "PATH",
+            "HOME",
+            "LANG",
+            "PYTHONHASHSEED",
+            "PYTHONDONTWRITEBYTECODE",
+            "PYTHONUNBUFFERED",
+            "OMP_NUM_THREADS",
+            "MKL_NUM_THREADS",
+            "OPENBLAS_NUM_THREADS",
+        }
         assert attrs["Config"]["Labels"][LABEL] == "1"
         assert attrs["Config"]["Labels"][WORKER_LABEL] == worker_identity()
         assert session.run_episode(make_job(session, "lab", LAB, EPISODES[0])).status == "ok"
@@ -93,8 +102,9 @@ def test_probes_from_inside_are_blocked():
     assert lines[1] == "network: blocked (OSError: [Errno 101] Network is unreachable)"
     assert lines[2] == "write bundle: blocked (OSError: [Errno 30] Read-only file system: '/bundle/owned.txt')"
     assert lines[3] == "write root: blocked (OSError: [Errno 30] Read-only file system: '/owned.txt')"
-    assert lines[4] == ("write channel dir: blocked (OSError: [Errno 30] Read-only file system: "
-                        "'/run/layersched/owned.txt')")
+    assert lines[4] == (
+        "write channel dir: blocked (OSError: [Errno 30] Read-only file system: '/run/layersched/owned.txt')"
+    )
     assert lines[5] == "write tmp: allowed ('/tmp/scratch.txt')"
     assert lines[6] == "setuid root: blocked (PermissionError: [Errno 1] Operation not permitted)"
     assert lines[7] == "list channel dir: allowed (['chan.sock'])"
@@ -104,8 +114,10 @@ def test_missing_image_is_an_infrastructure_error(sandbox_image):
     with open_sandbox(POLICIES / "greedy", backend="docker", image="layersched-sandbox:no-such-tag") as session:
         outcome = session.run_episode(make_job(session, "lab", LAB, EPISODES[0]))
     assert outcome.status == "infrastructure_error"
-    assert outcome.message == ("docker sandbox failed to start: sandbox image 'layersched-sandbox:no-such-tag' "
-                               "not found; build it with worker/sandbox/build_image.sh")
+    assert outcome.message == (
+        "docker sandbox failed to start: sandbox image 'layersched-sandbox:no-such-tag' "
+        "not found; build it with worker/sandbox/build_image.sh"
+    )
 
 
 def test_sandbox_exits_when_the_worker_goes_away(client):
@@ -125,8 +137,9 @@ def test_sandbox_exits_when_the_worker_goes_away(client):
 
 def test_orphans_are_swept(client, sandbox_image):
     def labelled(identity: str):
-        return client.containers.create(sandbox_image, command=["sleep", "60"], network_mode="none",
-                                        labels={LABEL: "1", WORKER_LABEL: identity})
+        return client.containers.create(
+            sandbox_image, command=["sleep", "60"], network_mode="none", labels={LABEL: "1", WORKER_LABEL: identity}
+        )
 
     host = worker_identity().split(":")[0]
     orphan = labelled(f"{host}:999999999:1")  # no such process
