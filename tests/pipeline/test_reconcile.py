@@ -1,0 +1,118 @@
+"""The reconciler against a real database and a real Redis broker."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import redis
+from sqlalchemy.orm import Session, sessionmaker
+
+from layersched.server import storage
+from layersched.server.config import Settings
+from layersched.server.models import Evaluation, utcnow
+from layersched.server.queue import EVALUATE_TASK, EVALUATIONS_QUEUE, CeleryEnqueuer
+from layersched.worker.reconcile import reconcile_once
+from tests.pipeline.conftest import Submitted, evaluation
+
+pytestmark = pytest.mark.redis
+
+
+@dataclass
+class Sent:
+    calls: list[tuple[str, list[int], str]] = field(default_factory=list)
+
+    def __call__(self, task_name: str, *, args: list[int], queue: str) -> None:
+        self.calls.append((task_name, args, queue))
+
+
+@pytest.fixture(autouse=True)
+def empty_broker(settings: Settings) -> None:
+    redis.Redis.from_url(settings.broker_url).flushdb()
+
+
+def _set(sessions: sessionmaker[Session], evaluation_id: int, **values: Any) -> None:
+    with sessions() as session:
+        row = session.get(Evaluation, evaluation_id)
+        assert row is not None
+        for key, value in values.items():
+            setattr(row, key, value)
+        session.commit()
+
+
+def test_running_evaluation_of_a_dead_worker_is_requeued(
+    settings: Settings, sessions: sessionmaker[Session], submit: Any
+) -> None:
+    sub: Submitted = submit("greedy")
+    silent_since = utcnow() - dt.timedelta(seconds=settings.stuck_timeout_s + 5)
+    _set(sessions, sub.evaluation_id, state="running", worker_id="dead:1", heartbeat_at=silent_since, attempts=1)
+    sent = Sent()
+    with sessions() as session:
+        report = reconcile_once(session=session, settings=settings, enqueuer=sent)
+    assert report.requeued_stale == [sub.evaluation_id] and report.failed == []
+    assert sent.calls == [(EVALUATE_TASK, [sub.evaluation_id], EVALUATIONS_QUEUE)]
+    assert evaluation(sessions, sub.evaluation_id).state == "queued"
+
+
+def test_live_worker_is_left_alone(settings: Settings, sessions: sessionmaker[Session], submit: Any) -> None:
+    sub: Submitted = submit("greedy")
+    _set(sessions, sub.evaluation_id, state="running", worker_id="alive:1", heartbeat_at=utcnow(), attempts=1)
+    sent = Sent()
+    with sessions() as session:
+        report = reconcile_once(session=session, settings=settings, enqueuer=sent)
+    assert (report.requeued_stale, report.failed, report.resent_lost, sent.calls) == ([], [], [], [])
+
+
+def test_gives_up_after_max_attempts_with_a_reason_and_returns_the_quota(
+    settings: Settings, sessions: sessionmaker[Session], submit: Any
+) -> None:
+    sub: Submitted = submit("greedy")
+    silent_since = utcnow() - dt.timedelta(seconds=settings.stuck_timeout_s + 5)
+    _set(sessions, sub.evaluation_id, state="running", worker_id="dead:7", heartbeat_at=silent_since,
+         attempts=settings.max_attempts)
+    with sessions() as session:
+        report = reconcile_once(session=session, settings=settings, enqueuer=Sent())
+    assert report.failed == [sub.evaluation_id]
+    failed = evaluation(sessions, sub.evaluation_id)
+    assert failed.state == "failed" and failed.infrastructure_failure
+    assert failed.error_message is not None and "no heartbeat from worker 'dead:7'" in failed.error_message
+    with sessions() as session:
+        assert not storage.load_submission(session=session, submission_id=sub.submission_id).counts_against_quota
+
+
+def test_queued_evaluation_whose_message_was_lost_is_sent_again(
+    settings: Settings, sessions: sessionmaker[Session], submit: Any
+) -> None:
+    sub: Submitted = submit("greedy")
+    _set(sessions, sub.evaluation_id, created_at=utcnow() - dt.timedelta(seconds=settings.requeue_after_s + 5))
+    # The queue is empty (as after a Redis restart without persistence): the evaluation is sent again, for real.
+    with sessions() as session:
+        report = reconcile_once(session=session, settings=settings, enqueuer=CeleryEnqueuer(settings.broker_url))
+    assert report.resent_lost == [sub.evaluation_id]
+    assert redis.Redis.from_url(settings.broker_url).llen(EVALUATIONS_QUEUE) == 1
+    # Next pass: the message is in the queue, so nothing is sent twice.
+    sent = Sent()
+    with sessions() as session:
+        assert reconcile_once(session=session, settings=settings, enqueuer=sent).resent_lost == []
+    assert sent.calls == []
+
+
+def test_recent_queued_evaluation_is_not_resent(settings: Settings, sessions: sessionmaker[Session], submit: Any) -> None:
+    submit("greedy")
+    sent = Sent()
+    with sessions() as session:
+        assert reconcile_once(session=session, settings=settings, enqueuer=sent).resent_lost == []
+    assert sent.calls == []
+
+
+def test_broker_down_leaves_work_queued(settings: Settings, sessions: sessionmaker[Session], submit: Any) -> None:
+    sub: Submitted = submit("greedy")
+    _set(sessions, sub.evaluation_id, created_at=utcnow() - dt.timedelta(seconds=settings.requeue_after_s + 5))
+    unreachable = settings.model_copy(update={"broker_url": "redis://127.0.0.1:1/0"})
+    sent = Sent()
+    with sessions() as session:
+        report = reconcile_once(session=session, settings=unreachable, enqueuer=sent)
+    assert report.resent_lost == [] and sent.calls == []
+    assert evaluation(sessions, sub.evaluation_id).state == "queued"
