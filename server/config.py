@@ -29,7 +29,8 @@ class Settings(BaseSettings):
     ] = 600
     max_attempts: Annotated[int, Field(ge=1, description="times an evaluation is started before it fails for good")] = 3
 
-    evalset_path: Path = Path("hidden_seeds/sample.toml")
+    # The public sample set of the checkout this package runs from (wherever the process was started).
+    evalset_path: Path = Path(__file__).resolve().parents[1] / "hidden_seeds" / "sample.toml"
 
     # The worker's side (issue 6) reads these; they live here because the service has one Settings.
     sandbox_backend: Literal["auto", "docker", "process"] = "auto"

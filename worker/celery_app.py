@@ -19,7 +19,8 @@ from layersched.server.queue import AUDIT_TASK, AUDITS_QUEUE, EVALUATE_TASK, EVA
 
 
 def make_celery(settings: Settings) -> Celery:
-    app = Celery("layersched", broker=settings.broker_url, set_as_current=True)
+    # ``include``: the worker imports the task module at start (importing it here would be circular).
+    app = Celery("layersched", broker=settings.broker_url, include=["layersched.worker.tasks"], set_as_current=True)
     app.conf.update(
         task_acks_late=True,
         task_reject_on_worker_lost=True,
@@ -30,12 +31,14 @@ def make_celery(settings: Settings) -> Celery:
         task_routes={EVALUATE_TASK: {"queue": EVALUATIONS_QUEUE}, AUDIT_TASK: {"queue": AUDITS_QUEUE}},
         task_time_limit=settings.task_time_limit_s,
         task_soft_time_limit=settings.task_time_limit_s - 30,
-        broker_transport_options={"visibility_timeout": settings.visibility_timeout_s},
+        # Redis only: other transports (the embedded SQLAlchemy one) reject the option.
+        broker_transport_options=(
+            {"visibility_timeout": settings.visibility_timeout_s} if settings.broker_url.startswith("redis") else {}
+        ),
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
     )
-    app.autodiscover_tasks(["layersched.worker"], related_name="tasks", force=True)
     return app
 
 

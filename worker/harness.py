@@ -22,6 +22,7 @@ import argparse
 import base64
 import contextlib
 import ctypes
+import gc
 import importlib.util
 import operator
 import os
@@ -314,6 +315,9 @@ class Harness:
         err_r, err_w = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
+        # Objects the parent owns stay out of the child's garbage collections: otherwise the child's first
+        # collection writes to every one of them and copies most of the parent's memory, page by page.
+        gc.freeze()
         pid = os.fork()
         if pid == 0:  # the episode process
             code = EXIT_HARNESS
