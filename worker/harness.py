@@ -461,7 +461,10 @@ def episode_process(socket_path: str, policy: Policy, env: ClusterEnv, message: 
         except BaseException:  # the sandbox boundary: report whatever the policy raised, SystemExit included
             send({"type": "error", "step": step, "kind": "exception", "traceback": traceback.format_exc()[-20000:]})
             return EXIT_POLICY_RAISED
-        send(reply)
+        if reply["type"] == "action":
+            conn.sendall(protocol.encode_action(step, reply["action"]))
+        else:
+            send(reply)
         if reply["type"] == "action" and 0 <= reply["action"] < env.n_nodes:
             # After replying, so the replica's update overlaps with the trusted side's own step.
             try:

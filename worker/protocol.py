@@ -19,6 +19,8 @@ Messages (``->`` trusted to sandbox, ``<-`` sandbox to trusted):
 from __future__ import annotations
 
 import json
+import math
+import re
 import socket
 import struct
 import time
@@ -71,8 +73,36 @@ def encode(message: dict[str, Any], *, max_size: int = MAX_FRAME_TO_SANDBOX) -> 
     return HEADER.pack(len(payload)) + payload
 
 
+# The hot path, once per decision each way: the exact bytes the generic encoder writes for a task and for an
+# action, built and recognised without the JSON machinery (a few microseconds each). The action pattern accepts a
+# subset of what the strict parser accepts, with the same result; any other frame takes the strict path.
+_ACTION_FRAME = re.compile(rb'\{"type":"action","step":(0|[1-9][0-9]{0,17}),"action":(-?(?:0|[1-9][0-9]{0,17}))\}')
+
+
+def encode_action(step: int, action: int) -> bytes:
+    """``encode({"type": "action", "step": step, "action": action})``, faster."""
+    payload = b'{"type":"action","step":%d,"action":%d}' % (step, action)
+    return HEADER.pack(len(payload)) + payload
+
+
+def encode_task(step: int, arrival: float, image: int, cycles: float) -> bytes:
+    """``encode({"type": "task", "step": step, "task": [arrival, image, cycles]})``, faster."""
+    if not (math.isfinite(arrival) and math.isfinite(cycles)):
+        return encode({"type": "task", "step": step, "task": [arrival, image, cycles]})  # raises
+    payload = b'{"type":"task","step":%d,"task":[%s,%d,%s]}' % (
+        step,
+        float.__repr__(arrival).encode(),
+        image,
+        float.__repr__(cycles).encode(),
+    )
+    return HEADER.pack(len(payload)) + payload
+
+
 def decode(payload: bytes) -> dict[str, Any]:
     """Parse one frame's payload strictly; raises ``ProtocolError`` naming what is wrong."""
+    fast = _ACTION_FRAME.fullmatch(payload)
+    if fast is not None:
+        return {"type": "action", "step": int(fast[1]), "action": int(fast[2])}
     try:
         text = payload.decode("utf-8")
     except UnicodeDecodeError as exc:

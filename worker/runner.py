@@ -42,7 +42,7 @@ from layersched.sim.scenario import Scenario
 from layersched.sim.version import SIM_VERSION
 from layersched.sim.workload import draw_episode
 from layersched.worker import protocol
-from layersched.worker.harness import nodes_to_wire, scenario_to_wire, task_to_wire
+from layersched.worker.harness import nodes_to_wire, scenario_to_wire
 from layersched.worker.limits import SandboxLimits
 
 log = logging.getLogger(__name__)
@@ -526,7 +526,7 @@ class _Episode:
                 return self._abort("timeout", self._budget_message(step, episode_deadline), hung=True)
             decision_deadline = min(now + limits.decision_seconds, episode_deadline)
             try:
-                protocol.send(self.conn, task_to_wire(step, task))
+                self.conn.sendall(protocol.encode_task(step, task.arrival, task.image, task.cycles))
                 reply = reader.recv(decision_deadline)
             except protocol.ChannelTimeout:
                 if decision_deadline < episode_deadline:

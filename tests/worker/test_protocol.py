@@ -204,3 +204,49 @@ def test_nodes_survive_the_wire_with_an_infinite_cloud():
 def test_limits_are_validated(field, value, message):
     with pytest.raises(ValueError, match=message):
         SandboxLimits(**{field: value})
+
+
+@pytest.mark.parametrize(
+    ("step", "arrival", "image", "cycles"),
+    [(0, 0.1, 0, 20.0), (499, 1234.5678901234567, 59, 79.99999999999999), (7, 1e-7, 3, 1e22)],
+    ids=["small", "long", "exponents"],
+)
+def test_fast_task_frames_equal_the_generic_encoding(step, arrival, image, cycles):
+    generic = protocol.encode({"type": "task", "step": step, "task": [arrival, image, cycles]})
+    assert protocol.encode_task(step, arrival, image, cycles) == generic
+
+
+def test_fast_task_frames_refuse_non_finite_numbers():
+    with pytest.raises(ValueError, match="Out of range float values"):
+        protocol.encode_task(0, float("inf"), 0, 1.0)
+
+
+@pytest.mark.parametrize(("step", "action"), [(0, 0), (12, -1), (499, 2**62)], ids=["zero", "negative", "large"])
+def test_fast_action_frames_equal_the_generic_path(step, action):
+    frame = protocol.encode_action(step, action)
+    assert frame == protocol.encode({"type": "action", "step": step, "action": action})
+    assert protocol.decode(frame[4:]) == {"type": "action", "step": step, "action": action}
+
+
+@pytest.mark.parametrize(
+    ("payload", "error"),
+    [
+        (b'{"type":"action","step":01,"action":2}', "frame is not valid JSON"),
+        (b'{"type":"action","step":1,"action":2,"action":3}', "duplicate key 'action'"),
+    ],
+    ids=["leading-zero", "duplicate"],
+)
+def test_action_frames_off_the_fast_path_are_parsed_strictly(payload, error):
+    with pytest.raises(protocol.ProtocolError, match=error):
+        protocol.decode(payload)
+
+
+def test_action_frames_off_the_fast_path_mean_the_same():
+    assert protocol.decode(b'{ "type": "action", "step": 1, "action": 2 }') == {
+        "type": "action",
+        "step": 1,
+        "action": 2,
+    }
+    message = protocol.decode(b'{"type":"action","step":1,"action":2.0}')
+    with pytest.raises(protocol.ProtocolError, match="'action' frame field 'action' must be int, got 2.0"):
+        protocol.expect(message, "action", {"step": int, "action": int})
