@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import random
+import socket
 import statistics
 import sys
 import time
@@ -41,6 +43,7 @@ class Run:
     container_start_seconds: float
     import_seconds: float
     rtt_seconds: float
+    raw_rtt_seconds: float
     sandbox_seconds: float
     close_seconds: float
     decisions: int
@@ -52,6 +55,27 @@ class Run:
     @property
     def whole_sandbox(self) -> float:
         return self.sandbox_open_seconds + self.sandbox_seconds + self.close_seconds
+
+
+def raw_round_trip(n: int = 2000) -> float:
+    """Median round trip of one byte over a Unix socket pair to a forked echo process: the kernel's own cost."""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:
+        a.close()
+        while data := b.recv(1):
+            b.sendall(data)
+        os._exit(0)
+    b.close()
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        a.sendall(b"x")
+        a.recv(1)
+        times.append(time.perf_counter() - t)
+    a.close()
+    os.waitpid(pid, 0)
+    return statistics.median(times)
 
 
 def load_policy(bundle: Path) -> Callable[..., Any]:
@@ -85,6 +109,7 @@ def measure(bundle: Path, scenario: Scenario, episodes: list[EpisodeSpec], backe
             inproc += time.perf_counter() - t
             expected.append(result.trace_hash)
         rtt = statistics.median(session.ping(500))
+        raw = raw_round_trip()
         t = time.perf_counter()
         outcomes = [session.run_episode(job) for job in jobs]
         sandboxed = time.perf_counter() - t
@@ -94,7 +119,7 @@ def measure(bundle: Path, scenario: Scenario, episodes: list[EpisodeSpec], backe
         start, imported = session.container_start_seconds, session.import_seconds
         t = time.perf_counter()
     closed = time.perf_counter() - t
-    return Run(inproc, opened, start, imported, rtt, sandboxed, closed, sum(o.n_actions for o in outcomes))
+    return Run(inproc, opened, start, imported, rtt, raw, sandboxed, closed, sum(o.n_actions for o in outcomes))
 
 
 def main() -> None:
@@ -108,8 +133,8 @@ def main() -> None:
     episodes = [EpisodeSpec(f"bench-{i}", seed=i) for i in range(args.episodes)]
     print(f"{args.episodes} episodes x {args.tasks} tasks, {args.backend} sandbox, medians of {args.runs} runs")
     header = (
-        f"{'policy':<10} {'in-proc s':>9} {'sandbox s':>9} {'whole s':>8} {'whole/in':>8} {'start s':>8} "
-        f"{'import s':>8} {'rtt us':>7} {'ovh us':>7} {'ovh/rtt':>7} {'close s':>7}"
+        f"{'policy':<10} {'in-proc s':>9} {'sandbox s':>9} {'eps/in':>6} {'whole s':>8} {'whole/in':>8} "
+        f"{'start s':>7} {'import s':>8} {'close s':>7} {'raw us':>6} {'rtt us':>6} {'ovh us':>6} {'ovh/rtt':>7}"
     )
     print(header)
     print("-" * len(header))
@@ -119,16 +144,19 @@ def main() -> None:
         def med(f: Callable[[Run], float], runs: list[Run] = runs) -> float:
             return statistics.median(f(r) for r in runs)
 
-        inproc, whole = med(lambda r: r.inproc_seconds), med(lambda r: r.whole_sandbox)
-        rtt, overhead = med(lambda r: r.rtt_seconds), med(lambda r: r.overhead_per_decision)
+        inproc, sandboxed = med(lambda r: r.inproc_seconds), med(lambda r: r.sandbox_seconds)
+        whole, rtt = med(lambda r: r.whole_sandbox), med(lambda r: r.rtt_seconds)
+        overhead = med(lambda r: r.overhead_per_decision)
         print(
-            f"{name:<10} {inproc:>9.3f} {med(lambda r: r.sandbox_seconds):>9.3f} {whole:>8.3f} "
-            f"{whole / inproc:>8.2f} {med(lambda r: r.container_start_seconds):>8.3f} "
-            f"{med(lambda r: r.import_seconds):>8.3f} {rtt * 1e6:>7.1f} {overhead * 1e6:>7.1f} "
-            f"{overhead / rtt:>7.2f} {med(lambda r: r.close_seconds):>7.3f}"
+            f"{name:<10} {inproc:>9.3f} {sandboxed:>9.3f} {sandboxed / inproc:>6.2f} {whole:>8.3f} "
+            f"{whole / inproc:>8.2f} {med(lambda r: r.container_start_seconds):>7.3f} "
+            f"{med(lambda r: r.import_seconds):>8.3f} {med(lambda r: r.close_seconds):>7.3f} "
+            f"{med(lambda r: r.raw_rtt_seconds) * 1e6:>6.1f} {rtt * 1e6:>6.1f} {overhead * 1e6:>6.1f} "
+            f"{overhead / rtt:>7.2f}"
         )
-    print("in-proc/sandbox: the episodes only; whole: sandbox open (start + import) + episodes + close;")
-    print("rtt: one ping frame through the channel; ovh: per-decision overhead of the sandbox over in-process.")
+    print("in-proc / sandbox: the episodes only (eps/in their ratio); whole: sandbox open (container start + import)")
+    print("+ episodes + close; raw: 1-byte Unix socket echo between two host processes; rtt: one framed ping")
+    print("through the sandbox's channel; ovh: per-decision overhead of the sandbox over in-process. Medians.")
 
 
 if __name__ == "__main__":

@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy.orm import Session, sessionmaker
-
 from layersched.server import storage
 from layersched.server.config import Settings
 from layersched.server.models import EpisodeResult
@@ -14,6 +12,8 @@ from layersched.sim.baselines import BASELINES
 from layersched.sim.evalset import evaluate_policy, load_evalset
 from layersched.worker.pipeline import RetryableError, run_evaluation
 from layersched.worker.runner import open_sandbox
+from sqlalchemy.orm import Session, sessionmaker
+
 from tests.pipeline.conftest import SAMPLE, Submitted, evaluation, organiser
 
 
@@ -89,9 +89,10 @@ def test_killed_evaluation_resumes_where_it_stopped_with_the_same_actions(
     # Same bundle bytes -> same policy seeds -> the same actions as the uninterrupted evaluation.
     reference = _episodes(sessions, reference_sub.evaluation_id)
     assert {k: r.trace_hash for k, r in resumed.items()} == {k: r.trace_hash for k, r in reference.items()}
-    assert evaluation(sessions, sub.evaluation_id).score_public == evaluation(
-        sessions, reference_sub.evaluation_id
-    ).score_public
+    assert (
+        evaluation(sessions, sub.evaluation_id).score_public
+        == evaluation(sessions, reference_sub.evaluation_id).score_public
+    )
     assert evaluation(sessions, sub.evaluation_id).attempts == 2
 
 
@@ -145,19 +146,24 @@ def test_audit_reproduces_the_evaluation_and_reports_tampering(
     sub: Submitted = submit("greedy")
     _run(settings, sessions, sub.evaluation_id)
     with sessions() as session:
-        audit = storage.create_audit(session=session, submission_id=sub.submission_id, sample=None,
-                                     actor=organiser(session))
+        audit = storage.create_audit(
+            session=session, submission_id=sub.submission_id, sample=None, actor=organiser(session)
+        )
     assert _run(settings, sessions, audit.id).message == "match"
     verdict = evaluation(sessions, audit.id).audit
     assert verdict == {"verdict": "match", "mismatches": [], "episodes": 6}
 
     with sessions() as session:  # someone edits a stored result: the next audit must say where and what
-        row = session.query(EpisodeResult).filter_by(evaluation_id=sub.evaluation_id, scenario="lab-300",
-                                                      episode_id="seed0").one()
+        row = (
+            session.query(EpisodeResult)
+            .filter_by(evaluation_id=sub.evaluation_id, scenario="lab-300", episode_id="seed0")
+            .one()
+        )
         row.mean_completion = 1.0
         session.commit()
-        sampled = storage.create_audit(session=session, submission_id=sub.submission_id, sample=None,
-                                       actor=organiser(session))
+        sampled = storage.create_audit(
+            session=session, submission_id=sub.submission_id, sample=None, actor=organiser(session)
+        )
     assert _run(settings, sessions, sampled.id).message == "mismatch"
     mismatches = evaluation(sessions, sampled.id).audit["mismatches"]  # type: ignore[index]
     assert len(mismatches) == 1 and mismatches[0].startswith("lab-300/seed0: mean_completion 1.0 -> ")
@@ -169,7 +175,8 @@ def test_audit_of_a_sample_runs_only_that_many_episodes(
     sub: Submitted = submit("greedy")
     _run(settings, sessions, sub.evaluation_id)
     with sessions() as session:
-        audit = storage.create_audit(session=session, submission_id=sub.submission_id, sample=2,
-                                     actor=organiser(session))
+        audit = storage.create_audit(
+            session=session, submission_id=sub.submission_id, sample=2, actor=organiser(session)
+        )
     report = _run(settings, sessions, audit.id)
     assert (report.state, report.episodes_run, report.message) == ("succeeded", 2, "match")

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 import redis
-from sqlalchemy.orm import Session, sessionmaker
-
 from layersched.server import storage
 from layersched.server.config import Settings
 from layersched.server.models import Evaluation, utcnow
 from layersched.server.queue import EVALUATE_TASK, EVALUATIONS_QUEUE, CeleryEnqueuer
 from layersched.worker.reconcile import reconcile_once
+from sqlalchemy.orm import Session, sessionmaker
+
 from tests.pipeline.conftest import Submitted, evaluation
 
 pytestmark = pytest.mark.redis
@@ -70,8 +70,14 @@ def test_gives_up_after_max_attempts_with_a_reason_and_returns_the_quota(
 ) -> None:
     sub: Submitted = submit("greedy")
     silent_since = utcnow() - dt.timedelta(seconds=settings.stuck_timeout_s + 5)
-    _set(sessions, sub.evaluation_id, state="running", worker_id="dead:7", heartbeat_at=silent_since,
-         attempts=settings.max_attempts)
+    _set(
+        sessions,
+        sub.evaluation_id,
+        state="running",
+        worker_id="dead:7",
+        heartbeat_at=silent_since,
+        attempts=settings.max_attempts,
+    )
     with sessions() as session:
         report = reconcile_once(session=session, settings=settings, enqueuer=Sent())
     assert report.failed == [sub.evaluation_id]
@@ -99,7 +105,9 @@ def test_queued_evaluation_whose_message_was_lost_is_sent_again(
     assert sent.calls == []
 
 
-def test_recent_queued_evaluation_is_not_resent(settings: Settings, sessions: sessionmaker[Session], submit: Any) -> None:
+def test_recent_queued_evaluation_is_not_resent(
+    settings: Settings, sessions: sessionmaker[Session], submit: Any
+) -> None:
     submit("greedy")
     sent = Sent()
     with sessions() as session:

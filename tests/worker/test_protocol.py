@@ -248,5 +248,5 @@ def test_action_frames_off_the_fast_path_mean_the_same():
         "action": 2,
     }
     message = protocol.decode(b'{"type":"action","step":1,"action":2.0}')
-    with pytest.raises(protocol.ProtocolError, match="'action' frame field 'action' must be int, got 2.0"):
+    with pytest.raises(protocol.ProtocolError, match=r"'action' frame field 'action' must be int, got 2\.0"):
         protocol.expect(message, "action", {"step": int, "action": int})
