@@ -246,6 +246,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", type=Path, default=Path("var"), help="database, broker and bundles (default ./var)")
     p.add_argument("--demo", action="store_true", help="create demo users, print their tokens, submit a policy")
 
+    p = _add(
+        sub,
+        "worker",
+        cmd_worker,
+        "run an evaluation worker (production: one per core or host)",
+        "Start a Celery worker on the `evaluations` and `audits` queues, with the reconciler beside it. Reads the\n"
+        "LAYERSCHED_* settings (database, broker, sandbox). Needs the server extra. Arguments after `--` go to\n"
+        "Celery.",
+        "  LAYERSCHED_BROKER_URL=redis://127.0.0.1:6379/0 layersched worker\n"
+        "  layersched worker -- --hostname worker2@%h\n",
+    )
+    p.add_argument("celery_args", nargs="*", help="extra Celery worker arguments (after --)")
+
     from layersched.sdk.admin import add_admin_parser
 
     add_admin_parser(sub, _add)
@@ -565,6 +578,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"layersched serve needs the server extra (missing module {exc.name!r}): pip install 'layersched[server]'"
         ) from None
     return serve(host=args.host, port=args.port, data_dir=args.data_dir, demo=args.demo)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    try:
+        from layersched.worker.service import run_worker
+    except ImportError as exc:
+        raise ConfigError(
+            f"layersched worker needs the server extra (missing module {exc.name!r}): pip install 'layersched[server]'"
+        ) from None
+    run_worker(args.celery_args)
+    return 0
 
 
 def cmd_evalset_verify(args: argparse.Namespace) -> int:

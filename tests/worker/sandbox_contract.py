@@ -316,7 +316,7 @@ class SandboxContract:
         _, outcomes = self.run(bundle, episodes=EPISODES[:1], episode_seconds=0.5)
         assert outcomes[0].status == "timeout"
         assert re.fullmatch(r"step \d+: episode wall budget of 0.5 s exhausted", outcomes[0].message)
-        assert 5 <= outcomes[0].n_actions <= 10
+        assert 2 <= outcomes[0].n_actions <= 10  # about 9; fewer on a loaded machine
 
     def test_submission_budget(self, tmp_path):
         bundle = write_policy(
