@@ -116,6 +116,13 @@ def test_cli_submission_reaches_the_leaderboard_and_the_page(stack: Stack, tmp_p
     ).stdout
     assert "ada" in page and "greedy-copy" in page and "<svg" in page
 
+    # The organiser audits it: a new container replays every episode and must reproduce every action.
+    organiser = admin.add_user(name="olga", email="olga@example.org", role="organiser", settings=stack.settings).token
+    submission_id = board["rows"][[r["participant"] for r in board["rows"]].index("ada")]["submission_id"]
+    audit = stack.cli(organiser, "admin", "audit", str(submission_id))
+    assert audit.returncode == 0, audit.stdout + audit.stderr + stack.log("worker")
+    assert ": match" in audit.stdout
+
 
 def test_worker_killed_mid_evaluation_is_finished_once_by_another(stack: Stack) -> None:
     stack.start_worker("first")
