@@ -30,7 +30,7 @@ from layersched.sim.env import ClusterEnv
 from layersched.sim.episode import run_episode
 from layersched.sim.episodes import EpisodeSpec, policy_seed
 from layersched.sim.scenario import Scenario
-from layersched.worker.harness import seed_globals
+from layersched.worker.harness import configure_torch, seed_globals
 from layersched.worker.runner import EpisodeJob, open_sandbox
 
 POLICIES = Path(__file__).resolve().parents[1] / "tests" / "worker" / "policies"
@@ -84,13 +84,14 @@ def load_policy(bundle: Path) -> Callable[..., Any]:
     module = importlib.util.module_from_spec(spec)
     seed_globals(0)
     spec.loader.exec_module(module)
+    configure_torch()  # single-threaded and deterministic, as in the sandbox: compare the channel, not torch settings
     return module.policy  # type: ignore[no-any-return]
 
 
 def measure(bundle: Path, scenario: Scenario, episodes: list[EpisodeSpec], backend: str) -> Run:
     policy = load_policy(bundle)
     t0 = time.perf_counter()
-    with open_sandbox(bundle, backend=backend) as session:  # type: ignore[arg-type]
+    with open_sandbox(bundle, backend=backend) as session:
         opened = time.perf_counter() - t0
         if session.startup.status is not None:
             sys.exit(f"sandbox failed to start: {session.startup.status}: {session.startup.message}")

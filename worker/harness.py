@@ -318,11 +318,12 @@ class Harness:
         # Objects the parent owns stay out of the child's garbage collections: otherwise the child's first
         # collection writes to every one of them and copies most of the parent's memory, page by page.
         gc.freeze()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the episode process
             code = EXIT_HARNESS
             try:
-                _die_with_parent(os.getppid())
+                _die_with_parent(parent)
                 os.setpgid(0, 0)
                 self.ctl.close()
                 os.dup2(out_w, 1)
@@ -347,6 +348,8 @@ class Harness:
         self._drain(captures, open_fds)
         oom_after = oom_kills()
         out, err = captures[out_r], captures[err_r]
+        if shutdown:
+            raise SystemExit(0)  # nobody is listening any more
         self.send(
             {
                 "type": "exited",
@@ -361,8 +364,6 @@ class Harness:
                 "stderr_dropped": err.dropped,
             }
         )
-        if shutdown:
-            raise SystemExit(0)
 
     def _supervise(self, pid: int, captures: dict[int, Capture], open_fds: set[int]) -> tuple[int, bool, bool]:
         """Read output and control frames until the episode process ends. Returns (wait status, killed, shutdown)."""

@@ -111,6 +111,8 @@ def decode(payload: bytes) -> dict[str, Any]:
         value = _DECODER.decode(text)
     except ValueError as exc:  # JSONDecodeError is a ValueError, so are our hooks' errors
         raise ProtocolError(f"frame is not valid JSON: {exc}: {_preview(payload)}") from None
+    except RecursionError:  # [[[[...]]]] nested deeper than the parser's recursion limit
+        raise ProtocolError(f"frame nests too deeply: {_preview(payload)}") from None
     if not isinstance(value, dict):
         raise ProtocolError(f"frame must be a JSON object, got {type(value).__name__}: {_preview(payload)}")
     if not isinstance(value.get("type"), str):

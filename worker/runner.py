@@ -9,7 +9,13 @@ One sandbox (container or process) serves all episodes of a session; the policy 
 runs in a process forked from that state. Per decision the worker sends the current task and reads one reply; the
 reply is parsed strictly and the action checked against the authoritative ``ClusterEnv`` with ``check_action``.
 There is no fallback action: the first bad reply ends the episode with a status and a message naming the step and
-the offending value. Scores come only from this side's simulator.
+the offending value. Scores come only from this side's simulator. The sandbox never sees a task before it has
+committed to the previous action; the next task is sent right after that check, so the sandbox's decision and the
+simulator's step run at the same time.
+
+If the sandbox itself breaks (the harness dies or stops answering), the session replaces it before the next
+episode (``restarts`` counts how often). ``close()`` always removes it; the docker backend also sweeps containers
+left by dead workers, and run directories of dead workers are removed by the next session.
 
 Statuses: ``ok``, ``invalid_action``, ``protocol_error``, ``timeout``, ``memory_exceeded``, ``crash``,
 ``import_error`` (participant's fault) and ``infrastructure_error`` (the service's fault: never counted against a
@@ -23,6 +29,7 @@ import binascii
 import contextlib
 import hashlib
 import logging
+import os
 import select
 import shutil
 import signal
@@ -59,8 +66,11 @@ Status = Literal[
 ]
 BackendName = Literal["docker", "process"]
 CHANNEL_DIR = "chan"
+RUN_DIR_PREFIX = "layersched-run-"
 # How long an episode process that was told to end gets to exit (and flush its output) before it is killed.
 END_GRACE_SECONDS = 1.0
+# Tracebacks from the sandbox are cut to their last this many characters in messages.
+MAX_TRACEBACK_CHARS = 20000
 SOCKET_NAME = "chan.sock"
 
 
@@ -189,6 +199,27 @@ class _Startup:
     info: dict[str, Any] = field(default_factory=dict)
 
 
+_run_dirs_swept = False
+
+
+def _sweep_run_dirs() -> None:
+    """Remove the run directories of dead workers (once per process): a killed worker cannot clean up."""
+    global _run_dirs_swept
+    if _run_dirs_swept:
+        return
+    _run_dirs_swept = True
+    for path in Path(tempfile.gettempdir()).glob(f"{RUN_DIR_PREFIX}*-*"):
+        pid = path.name[len(RUN_DIR_PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except PermissionError:
+            pass  # alive, another user's
+
+
 class SandboxSession:
     """One submission's sandbox. Use ``open_sandbox``; call ``run_episode`` per episode and ``close`` at the end."""
 
@@ -199,7 +230,8 @@ class SandboxSession:
         self._backend = backend
         self._started = time.monotonic()
         self._submission_deadline = self._started + limits.submission_seconds
-        self._run_dir = Path(tempfile.mkdtemp(prefix="layersched-run-"))
+        _sweep_run_dirs()
+        self._run_dir = Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-"))
         self._run_dir.chmod(0o711)  # the sandbox user may reach the socket by name but not list the directory
         self._listener: socket.socket | None = None
         self._ctl: socket.socket | None = None
@@ -507,6 +539,10 @@ class _Episode:
             reader = protocol.FrameReader(self.conn, max_size=protocol.MAX_FRAME_FROM_SANDBOX)
             hello = reader.recv(deadline=time.monotonic() + limits.decision_seconds)
             protocol.expect(hello, "hello", {"episode_id": str})
+            if hello["episode_id"] != job.episode.id:
+                raise protocol.ProtocolError(
+                    f"hello is for episode {hello['episode_id']!r:.80}, not {job.episode.id!r}"
+                )
         except _Infrastructure as exc:
             return self._abort("infrastructure_error", str(exc))
         except protocol.ChannelClosed as exc:
@@ -519,14 +555,15 @@ class _Episode:
             return self._abort("infrastructure_error", f"channel failed before step 0: {exc}")
 
         step = 0
-        done = False
-        while not done:
-            now = time.monotonic()
-            if now >= episode_deadline:
+        sent_at = time.monotonic()
+        with contextlib.suppress(OSError):  # if it is gone, the first read says how it ended
+            self.conn.sendall(protocol.encode_task(0, task.arrival, task.image, task.cycles))
+        while step < len(tasks):
+            task = tasks[step]
+            if time.monotonic() >= episode_deadline:
                 return self._abort("timeout", self._budget_message(step, episode_deadline), hung=True)
-            decision_deadline = min(now + limits.decision_seconds, episode_deadline)
+            decision_deadline = min(sent_at + limits.decision_seconds, episode_deadline)
             try:
-                self.conn.sendall(protocol.encode_task(step, task.arrival, task.image, task.cycles))
                 reply = reader.recv(decision_deadline)
             except protocol.ChannelTimeout:
                 if decision_deadline < episode_deadline:
@@ -534,11 +571,9 @@ class _Episode:
                 else:
                     msg = self._budget_message(step, episode_deadline)
                 return self._abort("timeout", msg, hung=True)
-            except protocol.ChannelClosed:
+            except (protocol.ChannelClosed, OSError):  # EOF or reset: the process is gone
                 return self._ended("crash", f"step {step}: episode process ended without replying")
-            except (protocol.ProtocolError, BrokenPipeError, ConnectionResetError) as exc:
-                if isinstance(exc, OSError):
-                    return self._ended("crash", f"step {step}: episode process ended without replying")
+            except protocol.ProtocolError as exc:
                 return self._abort("protocol_error", f"step {step}: {exc}")
             try:
                 action = self._parse_reply(reply, step)
@@ -550,9 +585,14 @@ class _Episode:
             except _PolicyRaised as exc:
                 return self._abort(exc.status, str(exc))
             self.actions.append(action)
-            next_task, _, done = env.step(action)
-            if next_task is not None:
-                task = next_task
+            if step + 1 < len(tasks):
+                # The next task goes out before this action is applied: the policy has committed to it, and the
+                # sandbox's next decision then overlaps with the simulator's step.
+                nxt = tasks[step + 1]
+                sent_at = time.monotonic()
+                with contextlib.suppress(OSError):
+                    self.conn.sendall(protocol.encode_task(step + 1, nxt.arrival, nxt.image, nxt.cycles))
+            env.step(action)
             step += 1
 
         self._send_end()
@@ -584,7 +624,7 @@ class _Episode:
                 step=step,
                 value=reply["value"],
             )
-        tb = reply["traceback"].rstrip()
+        tb = reply["traceback"][-MAX_TRACEBACK_CHARS:].rstrip()
         if reply["kind"] == "memory":
             raise _PolicyRaised("memory_exceeded", f"step {step}: policy ran out of memory (MemoryError)\n{tb}")
         if reply["kind"] == "replica":
@@ -620,18 +660,18 @@ class _Episode:
         if exited is None:
             died, why = self.sandbox_end or self.s._sandbox_died()
             return self.finish(died, f"{message}; the sandbox ended too ({why})")
-        if exited.get("signal") is not None:
-            sig = exited["signal"]
+        # The harness's report is untrusted: only well-typed values are used.
+        sig, code, kills = (_int_or_none(exited.get(k)) for k in ("signal", "exit_code", "oom_kills"))
+        if sig is not None:
             name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-            kills = exited.get("oom_kills")
             host_kills = self.s._backend.oom_kills()
-            if sig == signal.SIGKILL and ((isinstance(kills, int) and kills > 0) or host_kills):
+            if sig == signal.SIGKILL and ((kills is not None and kills > 0) or host_kills):
                 status = "memory_exceeded"
                 message = f"{message}: killed by the out-of-memory killer (limit {self.s.limits.memory_bytes} bytes)"
             else:
                 message = f"{message}: killed by signal {name}"
-        elif exited.get("exit_code") is not None:
-            message = f"{message}: exit code {exited['exit_code']}"
+        elif code is not None:
+            message = f"{message}: exit code {code}"
         return self.finish(status, message, self._exit_output(exited))
 
     def _exit_report(self, *, kill_after: float) -> dict[str, Any] | None:
@@ -680,6 +720,10 @@ class _Episode:
             return self.s._output(exited)
         except protocol.ProtocolError as exc:
             return "", f"[layersched: output capture unreadable: {exc}]", 0, 0
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 class _PolicyRaised(Exception):

@@ -67,6 +67,11 @@ def test_decode_is_strict(payload, message):
         protocol.decode(payload)
 
 
+def test_deep_nesting_is_a_protocol_error():
+    with pytest.raises(protocol.ProtocolError, match="frame nests too deeply"):
+        protocol.decode(b'{"type": "x", "v": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+
+
 def test_oversized_frame_is_rejected_from_its_header(pair):
     a, b = pair
     a.sendall(struct.pack(">I", 2**32 - 1))  # header only: the body is never read

@@ -6,9 +6,11 @@ import logging
 import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 from layersched.sim.episodes import EpisodeSpec
+from layersched.worker import runner
 from layersched.worker.limits import SandboxLimits
 from layersched.worker.process_backend import unshare_prefix
 from layersched.worker.runner import BundleError, HiddenEpisodeRefused, SandboxError, open_sandbox, stage_bundle
@@ -58,6 +60,21 @@ def test_runner_import_is_light():
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_run_dirs_of_dead_workers_are_swept(monkeypatch, tmp_path):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(runner, "_run_dirs_swept", False)
+    dead = tmp_path / f"{runner.RUN_DIR_PREFIX}999999999-abc"
+    alive = tmp_path / f"{runner.RUN_DIR_PREFIX}{os.getpid()}-abc"
+    for path in (dead, alive):
+        (path / "bundle").mkdir(parents=True)
+    with open_sandbox(POLICIES / "greedy", backend="process") as session:
+        assert session._run_dir.parent == tmp_path
+        assert session._run_dir.name.startswith(f"{runner.RUN_DIR_PREFIX}{os.getpid()}-")
+    assert not dead.exists()
+    assert alive.exists()
+    assert not session._run_dir.exists()
 
 
 def test_unknown_backend():

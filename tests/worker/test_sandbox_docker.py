@@ -25,7 +25,7 @@ from .sandbox_contract import EPISODES, LAB, POLICIES, SandboxContract, make_job
 
 SANDBOX_DIR = Path(__file__).resolve().parents[2] / "worker" / "sandbox"
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("sandbox_image")]
 
 
 @pytest.fixture(scope="session")
@@ -44,7 +44,6 @@ def client(sandbox_image):
     c.close()
 
 
-@pytest.mark.usefixtures("sandbox_image")
 class TestDockerSandbox(SandboxContract):
     backend = "docker"
 
