@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
 from layersched.sim.env import ClusterEnv
 from layersched.sim.workload import Task
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
 from layersched.sim.scenario import Scenario
 from layersched.sim.workload import NodeSpec, Task, draw_episode
 
@@ -81,6 +82,12 @@ class ClusterEnv:
         self.n_slots = self.scenario.slots
         self._image_layers = [tuple((la.digest, la.size_mb) for la in im.layers) for im in catalog.images]
         self._image_digests = [frozenset(d for d, _ in layers) for layers in self._image_layers]
+        users: dict[str, list[int]] = {}
+        for image, digests in enumerate(self._image_digests):
+            for digest in digests:
+                users.setdefault(digest, []).append(image)
+        # layer -> the images that contain it: a node gaining or losing a layer changes only their plans.
+        self._images_with_layer = {digest: tuple(images) for digest, images in users.items()}
         self.nodes: list[Node] = []
         self.tasks: list[Task] = []
         self.completion: list[float] = []
@@ -178,13 +185,23 @@ class ClusterEnv:
     def totals(self, task: Task) -> list[float]:
         """Estimated completion time of ``task`` on every node (``estimate(n, task)["total"]`` for all n)."""
         now, image, cycles = task.arrival, task.image, task.cycles
+        plans, download_free, slot_min, freq = self._plans, self._download_free_at, self._slot_min, self._freq_of
         out = []
-        for n in range(self.n_nodes):
-            latest, increments, _ = self._layer_plan(n, image)
-            done = self._done(n, now, latest, increments)
-            slot_free = self._slot_min[n]
+        for n in range(self.n_nodes):  # _layer_plan and _done inlined: this loop is Greedy's whole cost
+            plan = plans[n].get(image)
+            latest, increments, _ = plan if plan is not None else self._layer_plan(n, image)
+            done = latest if latest > now else now
+            if increments:
+                t_free = download_free[n]
+                if now > t_free:
+                    t_free = now
+                for step in increments:
+                    t_free += step
+                if t_free > done:
+                    done = t_free
+            slot_free = slot_min[n]
             start = done if done > slot_free else slot_free
-            out.append(start + cycles / self._freq_of[n] - now)
+            out.append(start + cycles / freq[n] - now)
         return out
 
     def estimate_all(self, task: Task) -> Estimate:
@@ -233,19 +250,21 @@ class ClusterEnv:
             return total  # the cloud keeps no layers and never queues: nothing to remember
         now = task.arrival
         layers = self._image_layers[task.image]
-        evicted = self._make_room(n, self._image_digests[task.image], e["missing_mb"], now)
+        changed = self._make_room(n, self._image_digests[task.image], e["missing_mb"], now)
         t_free = max(now, node.download_free)
-        layers_changed = evicted
         for digest, size_mb in layers:
             if digest not in node.layers:
                 t_free += size_mb / node.bandwidth
                 node.layers[digest] = t_free
-                layers_changed = True
+                changed.append(digest)
         if e["missing_mb"] > 0:
             node.download_free = t_free
             self._download_free_at[n] = t_free
-        if layers_changed:
-            self._plans[n].clear()
+        if changed:
+            plans = self._plans[n]
+            for digest in changed:
+                for image in self._images_with_layer[digest]:
+                    plans.pop(image, None)
             self._used[n] = sum(self.size[d] for d in node.layers)
         slots = node.slots
         slot = slots.index(min(slots))  # the first earliest-free slot, like np.argmin
@@ -257,22 +276,22 @@ class ClusterEnv:
             in_use[digest] = max(in_use.get(digest, 0), finish)
         return total
 
-    def _make_room(self, n: int, needed: frozenset[str], missing_mb: float, now: float) -> bool:
-        """Evict unused layers, least recently used first, until ``missing_mb`` fits; True if any was evicted."""
+    def _make_room(self, n: int, needed: frozenset[str], missing_mb: float, now: float) -> list[str]:
+        """Evict unused layers, least recently used first, until ``missing_mb`` fits; returns the evicted ones."""
         node = self.nodes[n]
         free = node.storage - self._used[n]
         if free >= missing_mb:
-            return False
+            return []
         victims = sorted(
             (d for d in node.layers if d not in needed and node.layers[d] <= now and node.in_use.get(d, 0) <= now),
             key=lambda d: node.in_use.get(d, 0),
         )
-        evicted = False
+        evicted: list[str] = []
         for digest in victims:
             if free >= missing_mb:
                 break
             free += self.size[digest]
             del node.layers[digest]
             node.in_use.pop(digest, None)
-            evicted = True
+            evicted.append(digest)
         return evicted

@@ -14,6 +14,7 @@ import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
+
 from layersched.sim.env import ClusterEnv
 from layersched.sim.scenario import Scenario
 from layersched.sim.workload import Task

@@ -45,10 +45,7 @@ class KeyedRandom(random.Random):
     def _take(self, n: int) -> bytes:
         while len(self._buffer) - self._offset < n:
             block = hashlib.shake_256(
-                len(self._key).to_bytes(2, "big")
-                + self._key
-                + self._counter.to_bytes(8, "big")
-                + self._label
+                len(self._key).to_bytes(2, "big") + self._key + self._counter.to_bytes(8, "big") + self._label
             ).digest(_BLOCK_BYTES)
             self._buffer = self._buffer[self._offset :] + block
             self._offset = 0
