@@ -24,8 +24,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from layersched.server import admin  # noqa: E402
-from tests.pipeline.stack import Stack, running_stack, wait_for  # noqa: E402
+from layersched.server import admin
+from tests.pipeline.stack import Stack, running_stack, wait_for
 
 GREEDY = b"""from layersched.sim.baselines import greedy_estimate
 
@@ -88,12 +88,9 @@ def main() -> None:
         lat = [latency(cache) for _ in range(args.repeats)]
     m1, m2 = statistics.median(one), statistics.median(two)
     print(f"{args.submissions} Greedy submissions on the sample set (6 episodes x 300 tasks), docker sandbox:")
-    print(
-        f"  1 worker : {m1:6.1f} s  ({60 * args.submissions / m1:5.1f} evaluations/min)  runs {[round(x, 1) for x in one]}"
-    )
-    print(
-        f"  2 workers: {m2:6.1f} s  ({60 * args.submissions / m2:5.1f} evaluations/min)  runs {[round(x, 1) for x in two]}"
-    )
+    for label, median, runs in (("1 worker ", m1, one), ("2 workers", m2, two)):
+        rate = 60 * args.submissions / median
+        print(f"  {label}: {median:6.1f} s  ({rate:5.1f} evaluations/min)  runs {[round(x, 1) for x in runs]}")
     print(f"  speed-up 2 vs 1 workers: {m1 / m2:.2f}x")
     print(
         f"submit -> ranked on the leaderboard, one Greedy submission: median {statistics.median(lat):.1f} s "

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.orm import Session, sessionmaker
+
 from layersched.server import storage
 from layersched.server.bundles import bundle_path, unpack_bundle
 from layersched.server.config import Settings
@@ -30,10 +32,9 @@ from layersched.sim.episodes import policy_seed
 from layersched.sim.errors import SimError
 from layersched.sim.evalset import EvalJob, EvalSet, load_evalset, score_baselines
 from layersched.sim.scoring import ScenarioEpisodes, bootstrap_interval, pair_episodes, score
-from layersched.sim.version import SIM_VERSION
+from layersched.sim.version import RULES_HASH, SIM_VERSION
 from layersched.worker.limits import SandboxLimits
 from layersched.worker.runner import EpisodeJob, EpisodeOutcome, SandboxError, SandboxSession, open_sandbox
-from sqlalchemy.orm import Session, sessionmaker
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +67,14 @@ def choose_backend(settings: Settings) -> str:
         client = docker.from_env(timeout=5)
         try:
             client.ping()
-            client.images.get(settings.sandbox_image)
+            rules = client.images.get(settings.sandbox_image).labels.get("layersched.rules")
         finally:
             client.close()
+        if rules != RULES_HASH:
+            raise RuntimeError(
+                f"image {settings.sandbox_image} holds simulator rules {rules}, this worker's are {RULES_HASH}: "
+                "rebuild it with worker/sandbox/build_image.sh"
+            )
         return "docker"
     except Exception as exc:  # any failure to reach the engine or find the image means: no docker here
         log.warning(

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
 from layersched.server import storage
 from layersched.server.admin import upgrade_database
 from layersched.server.bundles import store_bundle
@@ -15,8 +17,6 @@ from layersched.server.config import Settings
 from layersched.server.db import make_engine, make_sessionmaker
 from layersched.server.models import Evaluation, User
 from layersched.worker.evalsets import register_and_score
-from sqlalchemy.orm import Session, sessionmaker
-
 from tests.server.conftest import create_pg_database, drop_pg_database
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
 from layersched.server import admin
 from layersched.server.config import Settings
 from layersched.worker.evalsets import register_and_score
-
 from tests.server.conftest import create_pg_database, drop_pg_database
 
 SAMPLE = Path(__file__).resolve().parents[2] / "hidden_seeds" / "sample.toml"
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -134,7 +134,7 @@ def running_stack(tmp_path: Path, baseline_cache: Path, **overrides: str) -> Ite
     if shutil.which("redis-server") is None:
         raise RuntimeError("redis-server is not installed (scripts/bootstrap --system installs it)")
     database = create_pg_database()
-    redis_port, api_port = _free_port(), _free_port()
+    redis_port, api_port = free_port(), free_port()
     env = {
         **os.environ,
         "LAYERSCHED_DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{database}",

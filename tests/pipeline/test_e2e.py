@@ -18,13 +18,19 @@ from typing import Any
 
 import httpx
 import pytest
+
 from layersched.server import admin
 from layersched.sim.baselines import BASELINES
 from layersched.sim.evalset import evaluate_policy, load_evalset
-
 from tests.pipeline.stack import SAMPLE, Stack, running_stack, wait_for
 
-pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.postgres,
+    pytest.mark.redis,
+    pytest.mark.slow,
+    pytest.mark.usefixtures("sandbox_image"),
+]
 
 # A Greedy policy that takes ~5 ms per decision, so a worker can be killed while it runs (1800 decisions).
 SLOW_GREEDY = b"""import time

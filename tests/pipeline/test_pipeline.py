@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
 from layersched.server import storage
 from layersched.server.config import Settings
 from layersched.server.models import EpisodeResult
@@ -12,8 +14,6 @@ from layersched.sim.baselines import BASELINES
 from layersched.sim.evalset import evaluate_policy, load_evalset
 from layersched.worker.pipeline import RetryableError, run_evaluation
 from layersched.worker.runner import open_sandbox
-from sqlalchemy.orm import Session, sessionmaker
-
 from tests.pipeline.conftest import SAMPLE, Submitted, evaluation, organiser
 
 

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 import redis
+from sqlalchemy.orm import Session, sessionmaker
+
 from layersched.server import storage
 from layersched.server.config import Settings
 from layersched.server.models import Evaluation, utcnow
 from layersched.server.queue import EVALUATE_TASK, EVALUATIONS_QUEUE, CeleryEnqueuer
 from layersched.worker.reconcile import reconcile_once
-from sqlalchemy.orm import Session, sessionmaker
-
 from tests.pipeline.conftest import Submitted, evaluation
 
 pytestmark = pytest.mark.redis

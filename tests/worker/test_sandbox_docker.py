@@ -16,6 +16,7 @@ from pathlib import Path
 import docker
 import pytest
 from docker.errors import NotFound
+
 from layersched.worker import docker_backend
 from layersched.worker.docker_backend import LABEL, WORKER_LABEL, sweep_orphans, worker_identity
 from layersched.worker.limits import MiB, SandboxLimits
@@ -26,15 +27,6 @@ from .sandbox_contract import EPISODES, LAB, POLICIES, SandboxContract, make_job
 SANDBOX_DIR = Path(__file__).resolve().parents[2] / "worker" / "sandbox"
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("sandbox_image")]
-
-
-@pytest.fixture(scope="session")
-def sandbox_image() -> str:
-    if os.environ.get("LAYERSCHED_SKIP_DOCKER") == "1":
-        pytest.skip("LAYERSCHED_SKIP_DOCKER=1")
-    subprocess.run([str(SANDBOX_DIR / "start_dockerd.sh")], check=True, capture_output=True)
-    built = subprocess.run([str(SANDBOX_DIR / "build_image.sh")], check=True, capture_output=True, text=True)
-    return built.stdout.strip().splitlines()[-1]
 
 
 @pytest.fixture

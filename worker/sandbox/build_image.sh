@@ -86,6 +86,9 @@ mkdir -p "$PKG/sim/data" "$PKG/worker"
 (cd "$REPO/sim" && cp -- *.py py.typed "$PKG/sim/" && cp -- data/* "$PKG/sim/data/")
 cp "$REPO/worker/__init__.py" "$REPO/worker/harness.py" "$REPO/worker/protocol.py" "$PKG/worker/"
 "$PY" -m compileall -q "$PKG" >&2
+# The rules hash of the simulator copied into the image, computed from those very files (-I: not the host's
+# editable install). Workers compare it with their own before choosing this image.
+RULES="$("$PY" -I -c "import sys; sys.path.insert(0, '$STAGE/$SITE'); from layersched.sim.version import RULES_HASH; print(RULES_HASH)")"
 
 # What a sandbox never needs: docs, locales, apt state, torch's C++ headers, CMake files and test binaries.
 rm -rf "$STAGE"/usr/share/{doc,man,info,locale,lintian}/* "$STAGE"/var/lib/apt/lists/* \
@@ -107,6 +110,7 @@ tar --numeric-owner -C "$STAGE" -c . | docker import \
     --change 'WORKDIR /tmp' \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1' \
     --change "LABEL layersched.sandbox.inputs=$HASH" \
+    --change "LABEL layersched.rules=$RULES" \
     --change 'CMD ["python3", "-m", "layersched.worker.harness", "--help"]' \
     - "$TAG" >&2
 docker tag "$TAG" "$REPO_NAME:latest"
