@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from layersched.sim.baselines import greedy_estimate
 from layersched.sim.catalog import load_catalog
 from layersched.sim.env import ClusterEnv

@@ -5,10 +5,11 @@ from __future__ import annotations
 from logging.config import fileConfig
 
 from alembic import context
+from sqlalchemy import Connection
+
 from layersched.server.config import get_settings
 from layersched.server.db import make_engine
 from layersched.server.models import Base, UTCDateTime
-from sqlalchemy import Connection
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("configure_logger", True):

@@ -255,8 +255,9 @@ def _bootstrap_user(*, name: str, email: str, role: str) -> tuple[int, str]:
             f"--bootstrap needs the server installed (pip install 'layersched[server]') and "
             f"{BOOTSTRAP_MODULE}.{BOOTSTRAP_FUNCTION}; without it, use an organiser token and drop --bootstrap"
         ) from None
-    from layersched.server.errors import ServiceError
     from sqlalchemy.exc import SQLAlchemyError
+
+    from layersched.server.errors import ServiceError
 
     try:
         created = create(name=name, email=email, role=role)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
 import httpx
+
 from layersched.sdk.bundle import Bundle
 from layersched.sdk.config import Config, load_config, normalise_server
 from layersched.sdk.errors import ApiError, ServerError, ServerUnreachable, WaitTimeout, error_for

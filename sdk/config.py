@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import platformdirs
+
 from layersched.sdk.errors import ConfigError
 
 APP_NAME = "layersched"

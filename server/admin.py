@@ -14,6 +14,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
+
 from layersched.server import storage
 from layersched.server.config import Settings, get_settings
 from layersched.server.db import make_engine, make_sessionmaker, session_scope

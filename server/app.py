@@ -7,23 +7,50 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from prometheus_client import CollectorRegistry
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from layersched.server import leaderboard as ranking
 from layersched.server.config import Settings, get_settings
 from layersched.server.db import make_engine, make_sessionmaker
 from layersched.server.errors import ServiceError
 from layersched.server.metrics import ServiceCollector
 from layersched.server.queue import CeleryEnqueuer, Enqueuer
 from layersched.server.routes import admin, evalsets, health, leaderboard, me, pages, submissions
+from layersched.server.schemas import ErrorBody
 from layersched.sim.version import SIM_VERSION
-from prometheus_client import CollectorRegistry
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 API_PREFIX = "/api/v1"
-_HTTP_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 409: "conflict"}
+# Declared on every API route so the OpenAPI document tells clients (and schemathesis) the real error body, not
+# FastAPI's default ``{"detail": ...}`` validation error. Which of them a route can return is in docs/API.md.
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": description}
+    for status, description in {
+        400: "malformed request body (invalid_request)",
+        401: "missing, unknown or revoked token (unauthorized)",
+        403: "not allowed for this role (forbidden)",
+        404: "no such row, or not the caller's (not_found)",
+        409: "contradicts the current state (conflict)",
+        413: "upload over the bundle limit (bundle_too_large)",
+        422: "invalid parameters, body, bundle or policy (invalid_request, invalid_bundle, invalid_policy)",
+        429: "daily quota or in-flight limit reached (quota_exceeded, too_many_in_flight)",
+        503: "a service the request needs is unavailable (storage_unavailable)",
+    }.items()
+}
+_HTTP_CODES = {
+    400: "invalid_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+}
 
 
 def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -49,6 +76,7 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
+    ranking.configure_cache(engine, max_age_s=settings.leaderboard_cache_s)
     app.state.enqueuer = enqueuer or CeleryEnqueuer(settings.broker_url)
     app.state.metrics = CollectorRegistry()
     app.state.metrics.register(ServiceCollector(app.state.sessionmaker, settings.broker_url))
@@ -56,7 +84,7 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
     _add_error_handlers(app)
     app.add_middleware(UploadSizeLimit, limit=settings.max_bundle_bytes, path=f"{API_PREFIX}/submissions")
     for module in (me, submissions, leaderboard, evalsets, admin):
-        app.include_router(module.router, prefix=API_PREFIX)
+        app.include_router(module.router, prefix=API_PREFIX, responses=ERROR_RESPONSES)
     app.include_router(health.router)
     app.include_router(pages.router)
     return app

@@ -167,20 +167,28 @@ def find_entry_point(files: list[str] | tuple[str, ...]) -> str:
 
 
 def _read_zip_member(data: bytes, name: str) -> bytes:
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        for info in archive.infolist():
-            if str(PurePosixPath(info.filename)) == name:
-                return archive.read(info)
+    # The listing only reads the central directory; the member's own data can still be corrupt or disagree with it
+    # (a size that lies, a bad CRC, an unsupported compression): that is the uploader's error, not the server's.
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            for info in archive.infolist():
+                if str(PurePosixPath(info.filename)) == name:
+                    return archive.read(info)
+    except (zipfile.BadZipFile, NotImplementedError, EOFError, OSError, ValueError, RuntimeError) as exc:
+        raise InvalidBundle(f"archive member {name!r} cannot be read: {exc}") from exc
     raise InvalidPolicy(f"the archive has no {name!r}")  # pragma: no cover - found by find_entry_point
 
 
 def _read_tar_member(data: bytes, name: str) -> bytes:
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
-        for info in archive:
-            if info.isfile() and str(PurePosixPath(info.name)) == name:
-                handle = archive.extractfile(info)
-                if handle is not None:
-                    return handle.read()
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+            for info in archive:
+                if info.isfile() and str(PurePosixPath(info.name)) == name:
+                    handle = archive.extractfile(info)
+                    if handle is not None:
+                        return handle.read()
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise InvalidBundle(f"archive member {name!r} cannot be read: {exc}") from exc
     raise InvalidPolicy(f"the archive has no {name!r}")  # pragma: no cover - found by find_entry_point
 
 

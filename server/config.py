@@ -47,6 +47,10 @@ class Settings(BaseSettings):
     visibility_timeout_s: Annotated[
         int, Field(gt=0, description="Redis visibility timeout; above any evaluation's time")
     ] = 7200
+    leaderboard_cache_s: Annotated[
+        float,
+        Field(ge=0, description="how long the API may show a leaderboard before looking for other processes' writes"),
+    ] = 1.0
     baseline_cache_dir: Path = Path("./var/baselines")
     reconcile_interval_s: Annotated[float, Field(gt=0, description="how often the reconciler looks for lost work")] = 30
     requeue_after_s: Annotated[

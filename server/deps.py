@@ -6,13 +6,15 @@ from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import Depends, Query, Request
+from fastapi import Path as PathParam
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session
+
 from layersched.server import storage
 from layersched.server.config import Settings
 from layersched.server.errors import Forbidden, Unauthorized
 from layersched.server.models import User
 from layersched.server.queue import Enqueuer
-from sqlalchemy.orm import Session
 
 
 def get_db(request: Request) -> Iterator[Session]:
@@ -66,12 +68,18 @@ CurrentUser = Annotated[User, Depends(get_current_user)]
 Organiser = Annotated[User, Depends(get_organiser)]
 
 
+# Row ids are PostgreSQL INTEGERs. A larger number in a path or an offset would reach the database and fail there
+# ("integer out of range", a 500); bounding them here makes it a 422 that names the value.
+MAX_ROW_ID = 2**31 - 1
+RowId = Annotated[int, PathParam(ge=1, le=MAX_ROW_ID)]
+
+
 class Page:
     """``?offset=0&limit=50`` (limit at most 200)."""
 
     def __init__(
         self,
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Annotated[int, Query(ge=0, le=MAX_ROW_ID)] = 0,
         limit: Annotated[int, Query(ge=1, le=200)] = 50,
     ) -> None:
         self.offset, self.limit = offset, limit

@@ -11,7 +11,8 @@ Hierarchy (HTTP status and ``code`` of the error body in brackets)::
     ├── InvalidBundle                  [422 invalid_bundle] an archive that is unsafe, malformed or over a limit
     ├── InvalidPolicy                  [422 invalid_policy] the entry point does not parse or lacks ``policy``
     ├── QuotaExceeded                  [429 quota_exceeded] the daily submission quota is used up
-    └── TooManyInFlight                [429 too_many_in_flight]
+    ├── TooManyInFlight                [429 too_many_in_flight]
+    └── StorageUnavailable             [503 storage_unavailable] the bundle store cannot be written
 
 Every message is one sentence naming the offending value.
 """
@@ -68,6 +69,11 @@ class QuotaExceeded(ServiceError):
 class TooManyInFlight(ServiceError):
     status = 429
     code = "too_many_in_flight"
+
+
+class StorageUnavailable(ServiceError):
+    status = 503
+    code = "storage_unavailable"
 
 
 class Unauthorized(ServiceError):

@@ -6,12 +6,13 @@ from collections import Counter
 from collections.abc import Iterator
 
 from kombu.exceptions import OperationalError
-from layersched.server.models import EVALUATION_STATES, Evaluation
-from layersched.server.queue import QUEUES, queue_depths
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
+
+from layersched.server.models import EVALUATION_STATES, Evaluation
+from layersched.server.queue import QUEUES, queue_depths
 
 DURATION_BUCKETS = (1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
 

@@ -13,6 +13,7 @@ from typing import Protocol
 from celery import Celery
 from kombu.connection import Connection
 from kombu.exceptions import ChannelError, OperationalError
+
 from layersched.server.models import Evaluation
 
 log = logging.getLogger(__name__)

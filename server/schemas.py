@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Role = Literal["participant", "organiser"]
 State = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+# PostgreSQL refuses NUL in text values (a 500 if one reaches it): every free-text input takes this pattern.
+NO_NUL = r"^[^\x00]*$"
 
 
 class ErrorDetail(BaseModel):
@@ -61,7 +63,7 @@ class MePublic(UserPublic):
 
 class UserCreate(BaseModel):
     name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.@+-]+( [A-Za-z0-9_.@+-]+)*$")
-    email: str = Field(min_length=3, max_length=254, pattern=r"^[^@\s]+@[^@\s]+$")
+    email: str = Field(min_length=3, max_length=254, pattern=r"^[^@\s\x00]+@[^@\s\x00]+$")
     role: Role = "participant"
 
 
@@ -194,7 +196,7 @@ class LeaderboardStatePublic(BaseModel):
 
 
 class RerunRequest(BaseModel):
-    evalset: str | None = None
+    evalset: str | None = Field(default=None, pattern=NO_NUL)
 
 
 class AuditRequest(BaseModel):
@@ -202,7 +204,7 @@ class AuditRequest(BaseModel):
 
 
 class DisqualifyRequest(BaseModel):
-    reason: str = Field(min_length=1, max_length=2000)
+    reason: str = Field(min_length=1, max_length=2000, pattern=NO_NUL)
 
 
 class FreezeRequest(BaseModel):

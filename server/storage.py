@@ -13,7 +13,13 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from sqlalchemy import ColumnElement, func, select, true, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, selectinload
 
 from layersched.server.errors import Conflict, NotFound, QuotaExceeded, TooManyInFlight
 from layersched.server.models import (
@@ -31,10 +37,6 @@ from layersched.server.models import (
     User,
     utcnow,
 )
-from sqlalchemy import ColumnElement, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, selectinload
 
 TOKEN_PREFIX = "lst"
 INFRASTRUCTURE = "infrastructure"
@@ -111,7 +113,7 @@ def revoke_token(
 def authenticate(*, session: Session, token: str, now: dt.datetime | None = None) -> User | None:
     """The user owning ``token``, or None for a malformed, unknown or revoked token."""
     parts = token.split("_", 2)
-    if len(parts) != 3 or parts[0] != TOKEN_PREFIX:
+    if len(parts) != 3 or parts[0] != TOKEN_PREFIX or "\x00" in token:  # PostgreSQL refuses NUL in a query
         return None
     row = session.scalar(select(ApiToken).where(ApiToken.lookup == parts[1]))
     if row is None or row.revoked_at is not None:
@@ -774,6 +776,89 @@ def leaderboard_submissions(*, session: Session) -> list[Submission]:
             .order_by(Submission.id)
         )
     )
+
+
+@dataclass(frozen=True)
+class ScoredEntry:
+    """A leaderboard candidate: a submission with the overall score of its newest succeeded non-audit evaluation."""
+
+    submission_id: int
+    owner_id: int
+    owner_name: str
+    name: str
+    created_at: dt.datetime
+    selected: bool
+    evaluation_id: int
+    overall: float
+
+
+def leaderboard_entries(*, session: Session, split: str, evalset_name: str | None) -> list[ScoredEntry]:
+    """What :func:`leaderboard_submissions` + :func:`scored_evaluation` give, as plain columns in one query.
+
+    Loading every submission with its evaluations as ORM objects took 1.4 s with 10,000 submissions, and decoding
+    10,000 score documents still 200 ms: this reads only each scoring evaluation's ``overall`` (about 30 ms).
+    Unscored evaluations (no ``overall``) are left out. :func:`evaluation_scores` fetches the winners' documents.
+    """
+    scoring = select(Evaluation.submission_id, func.max(Evaluation.id).label("evaluation_id")).where(
+        Evaluation.kind != "audit", Evaluation.state == "succeeded"
+    )
+    if evalset_name is not None:
+        scoring = scoring.where(Evaluation.evalset_name == evalset_name)
+    latest = scoring.group_by(Evaluation.submission_id).subquery()
+    score = Evaluation.score_public if split == "public" else Evaluation.score_private
+    overall = score["overall"].as_float()
+    rows = session.execute(
+        select(
+            Submission.id,
+            Submission.owner_id,
+            User.name,
+            Submission.name,
+            Submission.created_at,
+            Submission.selected,
+            Evaluation.id,
+            overall,
+        )
+        .join(User, Submission.owner_id == User.id)
+        .join(latest, latest.c.submission_id == Submission.id)
+        .join(Evaluation, Evaluation.id == latest.c.evaluation_id)
+        .where(User.role == "participant", Submission.disqualified_reason.is_(None), overall.is_not(None))
+        .order_by(Submission.id)
+    )
+    return [ScoredEntry(*row) for row in rows]
+
+
+def evaluation_scores(*, session: Session, split: str, evaluation_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """The ``split`` score documents of these evaluations, by evaluation id."""
+    score = Evaluation.score_public if split == "public" else Evaluation.score_private
+    rows = session.execute(select(Evaluation.id, score).where(Evaluation.id.in_(list(evaluation_ids))))
+    return {evaluation_id: document for evaluation_id, document in rows}
+
+
+def leaderboard_fingerprint(*, session: Session) -> tuple[Any, ...]:
+    """Aggregates that change whenever anything a live leaderboard shows changes (one query of index scans).
+
+    An evaluation that succeeds moves the succeeded evaluations' count and id sum; selecting, disqualifying and new
+    submissions move the submission aggregates (the per-participant submission counts are shown); a new current
+    evaluation set, new baseline scores and new users move theirs. Freezing and publishing are read apart.
+    """
+    succeeded = (Evaluation.state == "succeeded") & (Evaluation.kind != "audit")
+    per_table = [
+        [
+            func.count(Submission.id),
+            func.sum(Submission.id).filter(Submission.selected.is_(True)),
+            func.sum(Submission.id).filter(Submission.disqualified_reason.is_not(None)),
+        ],
+        [func.count(Evaluation.id).filter(succeeded), func.sum(Evaluation.id).filter(succeeded)],
+        [func.count(User.id), func.max(User.id)],
+        [func.count(BaselineResult.id), func.max(BaselineResult.created_at)],
+        [func.max(EvalSet.id).filter(EvalSet.current.is_(True))],
+    ]
+    # One scan per table (a subquery each, so no join multiplies rows), one round trip in all.
+    first, *others = [select(*aggregates).subquery() for aggregates in per_table]
+    joined = first
+    for other in others:
+        joined = joined.join(other, true())  # one row each: the cross join is that one row
+    return tuple(session.execute(select(joined)).one())
 
 
 def count_submissions_by_owner(*, session: Session) -> dict[int, int]:

@@ -23,7 +23,7 @@ def _compose_config() -> dict[str, object]:
     out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=ROOT).stdout
     if out.lstrip().startswith("{"):
         return json.loads(out)  # type: ignore[no-any-return]
-    import yaml  # noqa: PLC0415 - only for compose v1's YAML output
+    import yaml
 
     return yaml.safe_load(out)  # type: ignore[no-any-return]
 

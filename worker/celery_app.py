@@ -14,6 +14,7 @@ Reliability settings, and why:
 from __future__ import annotations
 
 from celery import Celery
+
 from layersched.server.config import Settings, get_settings
 from layersched.server.queue import AUDIT_TASK, AUDITS_QUEUE, EVALUATE_TASK, EVALUATIONS_QUEUE
 

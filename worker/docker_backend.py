@@ -142,6 +142,7 @@ class DockerBackend:
                 BUNDLE_MOUNT,
                 "--output-bytes",
                 str(lim.output_bytes),
+                "--reap-all",  # the container is its own PID namespace (docker-init is PID 1)
             ],
             detach=True,
             init=True,  # docker-init as PID 1 reaps whatever the policy leaves behind

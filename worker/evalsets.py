@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sqlalchemy.orm import Session
+
 from layersched.server import admin, storage
 from layersched.server.config import Settings
 from layersched.server.db import make_engine, make_sessionmaker, session_scope
 from layersched.sim.evalset import EvalSet, load_evalset, score_baselines
 from layersched.sim.version import SIM_VERSION
 from layersched.worker.pipeline import split_score
-from sqlalchemy.orm import Session
 
 
 def register_and_score(*, path: Path, settings: Settings, current: bool = True) -> admin.RegisteredEvalSet:

@@ -3,8 +3,9 @@
 Runs *inside* the sandbox with the standard library, numpy, ``layersched.sim`` and (if the policy imports it)
 torch, as ``python3 -m layersched.worker.harness --socket PATH --bundle DIR``.
 
-* The parent process connects the control connection, imports ``policy.py`` from the bundle (seeded with 0, so
-  import-time randomness is reproducible) and reports ``ready`` or ``import_error`` with the traceback.
+* The parent process connects the control connection, reports its simulator's fingerprint (``sim``, before any
+  code of the participant runs), imports ``policy.py`` from the bundle (seeded with 0, so import-time randomness
+  is reproducible) and reports ``ready`` or ``import_error`` with the traceback.
 * For each episode it forks. The child seeds Python's, numpy's and torch's global generators from the seed the
   trusted side sent, opens its own episode connection, and keeps a *replica* ``ClusterEnv``: it knows the scenario
   (node parameters, catalog), the tasks seen so far and the current one; never future tasks, the workload seed or
@@ -23,6 +24,7 @@ import base64
 import contextlib
 import ctypes
 import gc
+import hashlib
 import importlib.util
 import operator
 import os
@@ -130,6 +132,23 @@ def action_message(step: int, value: object) -> dict[str, Any]:
     return {"type": "bad_action", "step": step, "value": text, "value_type": type(value).__name__}
 
 
+def sim_fingerprint() -> str:
+    """SHA-256 over the simulator as installed here: its ``*.py`` files and data files (what the image build copies).
+
+    The harness reports it *before* it imports the policy, so the trusted side gets it from code the participant has
+    not touched yet: if it equals the worker's own, the two simulators are the same and a later disagreement about a
+    scenario (``scenario_ok`` with another hash) can only be the policy tampering with the harness.
+    """
+    import layersched.sim
+
+    root = Path(layersched.sim.__file__).parent
+    files = sorted([*root.glob("*.py"), *(p for p in (root / "data").glob("*") if p.is_file())])
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
 # ---------------------------------------------------------------------------------------------- output capture
 
 
@@ -219,10 +238,11 @@ def load_policy(bundle: Path) -> Policy:
 
 
 class Harness:
-    def __init__(self, socket_path: str, bundle: Path, output_bytes: int) -> None:
+    def __init__(self, socket_path: str, bundle: Path, output_bytes: int, *, reap_all: bool = False) -> None:
         self.socket_path = socket_path
         self.bundle = bundle
         self.output_bytes = output_bytes
+        self.reap_all = reap_all
         self.envs: dict[str, ClusterEnv] = {}
         self.policy: Policy | None = None
         self.ctl = self._connect()
@@ -345,6 +365,12 @@ class Harness:
         status, killed, shutdown = self._supervise(pid, captures, open_fds)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)  # whatever the episode left behind
+        if self.reap_all:
+            # Processes that left the episode's group (setsid) survive the group kill and would live on into the
+            # next episodes (holding pids, CPU, the channel). With a PID namespace of our own, every process but
+            # init and this one is the policy's: kill(-1) reaches exactly those.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(-1, signal.SIGKILL)
         self._drain(captures, open_fds)
         oom_after = oom_kills()
         out, err = captures[out_r], captures[err_r]
@@ -487,8 +513,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--socket", required=True, help="Unix socket of the trusted worker")
     parser.add_argument("--bundle", required=True, type=Path, help="directory holding policy.py")
     parser.add_argument("--output-bytes", type=int, default=1024 * 1024, help="captured bytes per stream")
+    parser.add_argument(
+        "--reap-all",
+        action="store_true",
+        help="after each episode kill every other process but PID 1; ONLY in a PID namespace of its own (container)",
+    )
     args = parser.parse_args(argv)
-    harness = Harness(args.socket, args.bundle, args.output_bytes)
+    harness = Harness(args.socket, args.bundle, args.output_bytes, reap_all=args.reap_all)
+    # Before the policy's code runs: what this frame says cannot have been tampered with.
+    harness.send({"type": "sim", "fingerprint": sim_fingerprint()})
     # From here on the harness's own stdout/stderr are not read by anyone; episode output goes through pipes.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)

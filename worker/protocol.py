@@ -10,7 +10,8 @@ This module is imported on both sides, so it uses the standard library only.
 
 Messages (``->`` trusted to sandbox, ``<-`` sandbox to trusted):
 
-* control connection (harness parent): ``<- ready`` / ``<- import_error``; ``-> scenario``, ``-> episode``,
+* control connection (harness parent): ``<- sim`` (sent before the policy is imported), ``<- ready`` /
+  ``<- import_error``; ``-> scenario``, ``-> episode``,
   ``-> kill``, ``-> ping`` / ``<- pong``, ``-> shutdown``; ``<- exited`` when an episode process has ended.
 * episode connection (one forked process per episode): ``<- hello``; then per step ``-> task`` and ``<- action``
   (or ``<- error`` when the policy raised); ``-> end``.

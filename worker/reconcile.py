@@ -19,12 +19,13 @@ import threading
 from dataclasses import dataclass, field
 
 from kombu.exceptions import OperationalError
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
 from layersched.server import storage
 from layersched.server.config import Settings
 from layersched.server.models import Evaluation, utcnow
 from layersched.server.queue import Enqueuer, enqueue, queue_depths, task_for
-from sqlalchemy import select
-from sqlalchemy.orm import Session, sessionmaker
 
 log = logging.getLogger(__name__)
 

@@ -27,9 +27,11 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
 import hashlib
 import logging
 import os
+import re
 import select
 import shutil
 import signal
@@ -49,7 +51,7 @@ from layersched.sim.scenario import Scenario
 from layersched.sim.version import SIM_VERSION
 from layersched.sim.workload import draw_episode
 from layersched.worker import protocol
-from layersched.worker.harness import nodes_to_wire, scenario_to_wire
+from layersched.worker.harness import nodes_to_wire, scenario_to_wire, sim_fingerprint
 from layersched.worker.limits import SandboxLimits
 
 log = logging.getLogger(__name__)
@@ -71,6 +73,10 @@ RUN_DIR_PREFIX = "layersched-run-"
 END_GRACE_SECONDS = 1.0
 # Tracebacks from the sandbox are cut to their last this many characters in messages.
 MAX_TRACEBACK_CHARS = 20000
+# Characters a sandbox can put in its text that databases refuse: NUL (PostgreSQL text columns) and lone surrogates
+# (a JSON "\ud800" escape decodes to one; it cannot be encoded as UTF-8). Recording them would fail the whole
+# evaluation on the service's side, so they become U+FFFD in every text an outcome carries.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 SOCKET_NAME = "chan.sock"
 
 
@@ -237,6 +243,8 @@ class SandboxSession:
         self._ctl: socket.socket | None = None
         self._envs: dict[str, ClusterEnv] = {}
         self._hashes: dict[int, tuple[Scenario, str]] = {}
+        # The simulator fingerprint the harness reported before the policy was imported (None: not reported).
+        self._sim_fingerprint: str | None = None
         self._scenarios_sent: set[str] = set()
         self.restarts = 0
         self.startup = _Startup()
@@ -272,6 +280,7 @@ class SandboxSession:
         """Start the sandbox and wait for ``ready``; a failure is recorded in ``self.startup``, not raised."""
         self.startup = _Startup()
         self._scenarios_sent.clear()
+        self._sim_fingerprint = None
         # The socket lives alone in its own directory, which is all of the run directory a container sees.
         chan_dir = self._run_dir / CHANNEL_DIR
         chan_dir.mkdir(mode=0o755, exist_ok=True)
@@ -303,6 +312,10 @@ class SandboxSession:
         self.container_start_seconds = time.monotonic() - t0
         try:
             message = protocol.recv(self._ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=deadline)
+            if message["type"] == "sim":  # written before the policy's code ran, so it is the image's own word
+                fingerprint = message.get("fingerprint")
+                self._sim_fingerprint = fingerprint if isinstance(fingerprint, str) else None
+                message = protocol.recv(self._ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=deadline)
         except protocol.ChannelTimeout:
             self.startup.status = "timeout"
             self.startup.message = f"policy import did not finish within {self.limits.startup_seconds:g} s"
@@ -439,8 +452,16 @@ class SandboxSession:
         )
         protocol.expect(reply, "scenario_ok", {"name": str, "hash": str})
         if reply["hash"] != content_hash:
+            if self._sim_fingerprint is not None and self._sim_fingerprint == worker_sim_fingerprint():
+                # The same simulator cannot hash the same scenario differently: the policy rewrote the harness's
+                # reply. Blaming the service would hand the participant free, uncounted retries.
+                raise protocol.ProtocolError(
+                    f"the sandbox answered scenario hash {reply['hash']!r:.80} for {name!r}, but its simulator is "
+                    f"the worker's (fingerprint {self._sim_fingerprint[:16]}), which computes {content_hash}: "
+                    "the sandbox's reply was tampered with"
+                )
             raise _Infrastructure(
-                f"the sandbox's simulator computes scenario hash {reply['hash']}, the worker's is "
+                f"the sandbox's simulator computes scenario hash {reply['hash']!r:.80}, the worker's is "
                 f"{content_hash}: the image's layersched.sim differs from the worker's"
             )
         self._scenarios_sent.add(key)
@@ -497,12 +518,12 @@ class _Episode:
             scenario_name=self.job.scenario_name,
             episode_id=self.job.episode.id,
             status=status,
-            message=message,
+            message=_storable(message),
             metrics=metrics,
             trace_hash=trace_hash(self.actions),
             n_actions=len(self.actions),
-            stdout=out,
-            stderr=err,
+            stdout=_storable(out),
+            stderr=_storable(err),
             stdout_dropped=out_dropped,
             stderr_dropped=err_dropped,
         )
@@ -551,6 +572,10 @@ class _Episode:
             return self._abort("timeout", "episode process did not start within the deadline", hung=True)
         except protocol.ProtocolError as exc:
             return self._abort("protocol_error", f"before step 0: {exc}")
+        except ConnectionError as exc:
+            # Broken pipe or reset: the sandbox's end of the channel was closed, which the policy can do (it runs in
+            # the harness's processes). That is how the sandbox ended, not a failure of the service.
+            return self._ended("crash", f"the sandbox closed its channel before step 0 ({exc})")
         except OSError as exc:
             return self._abort("infrastructure_error", f"channel failed before step 0: {exc}")
 
@@ -605,14 +630,17 @@ class _Episode:
 
     def _parse_reply(self, reply: dict[str, Any], step: int) -> object:
         kind = reply["type"]
-        if kind == "action":
-            protocol.expect(reply, "action", {"step": int, "action": int})
-        elif kind == "bad_action":
-            protocol.expect(reply, "bad_action", {"step": int, "value": str, "value_type": str})
-        elif kind == "error":
-            protocol.expect(reply, "error", {"step": int, "kind": str, "traceback": str})
-        else:
-            raise protocol.ProtocolError(f"step {step}: expected an 'action' frame, got {kind!r}")
+        fields: dict[str, dict[str, type | tuple[type, ...]]] = {
+            "action": {"step": int, "action": int},
+            "bad_action": {"step": int, "value": str, "value_type": str},
+            "error": {"step": int, "kind": str, "traceback": str},
+        }
+        if kind not in fields:
+            raise protocol.ProtocolError(f"step {step}: expected an 'action' frame, got {kind!r:.80}")
+        try:
+            protocol.expect(reply, kind, fields[kind])
+        except protocol.ProtocolError as exc:  # name the step, like every other message of an episode
+            raise protocol.ProtocolError(f"step {step}: {exc}") from None
         if reply["step"] != step:
             raise protocol.ProtocolError(f"step {step}: reply is for step {reply['step']}, expected step {step}")
         if kind == "action":
@@ -722,6 +750,10 @@ class _Episode:
             return "", f"[layersched: output capture unreadable: {exc}]", 0, 0
 
 
+def _storable(text: str) -> str:
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
 def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -730,6 +762,12 @@ class _PolicyRaised(Exception):
     def __init__(self, status: Status, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+@functools.lru_cache(maxsize=1)
+def worker_sim_fingerprint() -> str:
+    """This worker's simulator fingerprint (``harness.sim_fingerprint``), computed once."""
+    return sim_fingerprint()
 
 
 def open_sandbox(

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import httpx
+
 from layersched.server.config import Settings, get_settings
 from layersched.worker.evalsets import register_and_score
 
@@ -43,6 +44,7 @@ def embedded_environment(data_dir: Path) -> dict[str, str]:
 
 def serve(*, host: str, port: int, data_dir: Path, demo: bool) -> int:
     import uvicorn
+
     from layersched.server import admin
     from layersched.server.app import create_app
 

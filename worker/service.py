@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from celery.signals import worker_ready, worker_shutdown
+
 from layersched.server.config import get_settings
 from layersched.server.db import make_engine, make_sessionmaker
 from layersched.server.queue import QUEUES, CeleryEnqueuer

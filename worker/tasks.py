@@ -13,13 +13,14 @@ import socket
 from functools import lru_cache
 
 from celery import Task
+from sqlalchemy.orm import Session, sessionmaker
+
 from layersched.server import storage
 from layersched.server.config import get_settings
 from layersched.server.db import make_engine
 from layersched.server.queue import AUDIT_TASK, EVALUATE_TASK
 from layersched.worker.celery_app import app
 from layersched.worker.pipeline import EvaluationReport, RetryableError, run_evaluation
-from sqlalchemy.orm import Session, sessionmaker
 
 log = logging.getLogger(__name__)
 

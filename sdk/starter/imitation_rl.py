@@ -31,8 +31,6 @@ try:
     import torch
 except ImportError:  # the CLI and the simulator do not need torch; training does
     raise SystemExit("this script needs torch (CPU is enough): pip install 'layersched[torch]'") from None
-from layersched.sim.baselines import BASELINES
-from layersched.sim.env import ClusterEnv
 from policy import make_scorer
 from train_reinforce import (
     compare_with_baselines,
@@ -43,6 +41,9 @@ from train_reinforce import (
     save,
     seed_everything,
 )
+
+from layersched.sim.baselines import BASELINES
+from layersched.sim.env import ClusterEnv
 
 
 @dataclass

@@ -37,12 +37,13 @@ try:
     import torch
 except ImportError:  # the CLI and the simulator do not need torch; training does
     raise SystemExit("this script needs torch (CPU is enough): pip install 'layersched[torch]'") from None
+from policy import make_scorer
+
 from layersched.sim.baselines import BASELINES
 from layersched.sim.catalog import load_catalog
 from layersched.sim.env import ClusterEnv
 from layersched.sim.episode import run_lab_baseline
 from layersched.sim.scenario import Scenario
-from policy import make_scorer
 
 A = TypeVar("A")
 

@@ -1,10 +1,15 @@
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import APIRouter, Response
+from fastapi import Path as PathParam
+
 from layersched.server import leaderboard, presenters, queue, storage
-from layersched.server.deps import EnqueuerDep, Organiser, PageDep, SessionDep
+from layersched.server.deps import EnqueuerDep, Organiser, PageDep, RowId, SessionDep
 from layersched.server.models import LeaderboardState
 from layersched.server.schemas import (
+    NO_NUL,
     AuditLogList,
     AuditLogPublic,
     AuditRequest,
@@ -34,20 +39,20 @@ def create_user(session: SessionDep, actor: Organiser, body: UserCreate) -> User
 
 
 @router.post("/users/{user_id}/tokens", status_code=201, response_model=TokenCreated)
-def create_token(session: SessionDep, actor: Organiser, user_id: int) -> TokenCreated:
+def create_token(session: SessionDep, actor: Organiser, user_id: RowId) -> TokenCreated:
     token, plain = storage.issue_token(session=session, user_id=user_id, actor=actor)
     return TokenCreated(id=token.id, token=plain)
 
 
 @router.delete("/tokens/{token_id}", status_code=204, response_class=Response)
-def revoke_token(session: SessionDep, actor: Organiser, token_id: int) -> Response:
+def revoke_token(session: SessionDep, actor: Organiser, token_id: RowId) -> Response:
     storage.revoke_token(session=session, token_id=token_id, actor=actor)
     return Response(status_code=204)
 
 
 @router.post("/submissions/{submission_id}/rerun", status_code=202, response_model=EvaluationPublic)
 def rerun(
-    session: SessionDep, actor: Organiser, enqueuer: EnqueuerDep, submission_id: int, body: RerunRequest | None = None
+    session: SessionDep, actor: Organiser, enqueuer: EnqueuerDep, submission_id: RowId, body: RerunRequest | None = None
 ) -> EvaluationPublic:
     evaluation = storage.create_rerun(
         session=session, submission_id=submission_id, evalset_name=body.evalset if body else None, actor=actor
@@ -58,7 +63,7 @@ def rerun(
 
 @router.post("/submissions/{submission_id}/audit", status_code=202, response_model=EvaluationPublic)
 def audit(
-    session: SessionDep, actor: Organiser, enqueuer: EnqueuerDep, submission_id: int, body: AuditRequest | None = None
+    session: SessionDep, actor: Organiser, enqueuer: EnqueuerDep, submission_id: RowId, body: AuditRequest | None = None
 ) -> EvaluationPublic:
     evaluation = storage.create_audit(
         session=session, submission_id=submission_id, sample=body.sample if body else None, actor=actor
@@ -68,14 +73,16 @@ def audit(
 
 
 @router.post("/submissions/{submission_id}/cancel", response_model=SubmissionPublic)
-def cancel(session: SessionDep, actor: Organiser, submission_id: int) -> SubmissionPublic:
+def cancel(session: SessionDep, actor: Organiser, submission_id: RowId) -> SubmissionPublic:
     return presenters.submission_public(
         storage.cancel_submission(session=session, submission_id=submission_id, actor=actor)
     )
 
 
 @router.post("/submissions/{submission_id}/disqualify", response_model=SubmissionPublic)
-def disqualify(session: SessionDep, actor: Organiser, submission_id: int, body: DisqualifyRequest) -> SubmissionPublic:
+def disqualify(
+    session: SessionDep, actor: Organiser, submission_id: RowId, body: DisqualifyRequest
+) -> SubmissionPublic:
     return presenters.submission_public(
         storage.disqualify_submission(session=session, submission_id=submission_id, reason=body.reason, actor=actor)
     )
@@ -103,7 +110,7 @@ def publish(session: SessionDep, actor: Organiser) -> LeaderboardStatePublic:
 
 
 @router.post("/evalsets/{name}/reveal", response_model=EvalSetPublic)
-def reveal(session: SessionDep, actor: Organiser, name: str) -> EvalSetPublic:
+def reveal(session: SessionDep, actor: Organiser, name: Annotated[str, PathParam(pattern=NO_NUL)]) -> EvalSetPublic:
     evalset = storage.reveal_evalset(session=session, name=name, actor=actor)
     return EvalSetPublic(
         name=evalset.name,
@@ -120,5 +127,5 @@ def read_audit_log(session: SessionDep, _actor: Organiser, page: PageDep) -> Aud
 
 
 @router.get("/evaluations/{evaluation_id}", response_model=EvaluationDetail)
-def read_evaluation(session: SessionDep, _actor: Organiser, evaluation_id: int) -> EvaluationDetail:
+def read_evaluation(session: SessionDep, _actor: Organiser, evaluation_id: RowId) -> EvaluationDetail:
     return presenters.evaluation_detail(storage.get_evaluation(session=session, evaluation_id=evaluation_id))

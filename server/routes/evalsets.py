@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
+
 from layersched.server import storage
 from layersched.server.deps import SessionDep
 from layersched.server.errors import NotFound

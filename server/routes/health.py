@@ -3,12 +3,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from kombu.exceptions import OperationalError
-from layersched.server.deps import SessionDep, SettingsDep
-from layersched.server.queue import ping_broker
-from layersched.server.schemas import Health
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
+
+from layersched.server.deps import SessionDep, SettingsDep
+from layersched.server.queue import ping_broker
+from layersched.server.schemas import Health
 
 router = APIRouter(tags=["operations"])
 

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
+
 from layersched.server import leaderboard
 from layersched.server.deps import OptionalUser, SessionDep
 from layersched.server.schemas import Leaderboard
@@ -13,5 +14,7 @@ router = APIRouter(tags=["leaderboard"])
 @router.get("/leaderboard", response_model=Leaderboard)
 def read_leaderboard(
     session: SessionDep, user: OptionalUser, split: Literal["public", "private"] = "public"
-) -> Leaderboard:
-    return leaderboard.visible_leaderboard(session=session, split=split, viewer=user)
+) -> Response:
+    # The body is cached with the board (serialising 500 rows per request cost more than the request's budget).
+    body = leaderboard.visible_leaderboard_json(session=session, split=split, viewer=user)
+    return Response(content=body, media_type="application/json")

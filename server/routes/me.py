@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import cast
 
 from fastapi import APIRouter
+
 from layersched.server import storage
 from layersched.server.deps import CurrentUser, SessionDep, SettingsDep
 from layersched.server.schemas import MePublic, Role

@@ -8,8 +8,9 @@ from typing import Literal
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
+
 from layersched.server import charts, leaderboard, presenters, storage
-from layersched.server.deps import OptionalUser, SessionDep
+from layersched.server.deps import OptionalUser, RowId, SessionDep
 from layersched.server.errors import Forbidden, NotFound
 from layersched.server.schemas import Score
 
@@ -44,7 +45,7 @@ def leaderboard_page(
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
-def submission_page(request: Request, session: SessionDep, user: OptionalUser, submission_id: int) -> HTMLResponse:
+def submission_page(request: Request, session: SessionDep, user: OptionalUser, submission_id: RowId) -> HTMLResponse:
     """Owners and organisers (with a token) see everything; anyone sees a submission that is on the leaderboard."""
     board = leaderboard.visible_leaderboard(session=session, split="public", viewer=None)
     rank = leaderboard.rank_of(board, submission_id)

@@ -3,10 +3,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, File, Form, UploadFile
+
 from layersched.server import bundles, leaderboard, presenters, queue, storage
-from layersched.server.deps import CurrentUser, EnqueuerDep, PageDep, SessionDep, SettingsDep
-from layersched.server.errors import BundleTooLarge, Conflict
-from layersched.server.schemas import SubmissionLogs, SubmissionPublic, SubmissionsPublic
+from layersched.server.deps import CurrentUser, EnqueuerDep, PageDep, RowId, SessionDep, SettingsDep
+from layersched.server.errors import BundleTooLarge, Conflict, StorageUnavailable
+from layersched.server.schemas import NO_NUL, SubmissionLogs, SubmissionPublic, SubmissionsPublic
 
 router = APIRouter(prefix="/submissions", tags=["participants"])
 
@@ -25,8 +26,8 @@ def create_submission(
     settings: SettingsDep,
     enqueuer: EnqueuerDep,
     file: Annotated[UploadFile, File(description="a .py, .zip, .tar.gz or .tgz bundle")],
-    name: Annotated[str, Form(min_length=1, max_length=100)],
-    description: Annotated[str, Form(max_length=2000)] = "",
+    name: Annotated[str, Form(min_length=1, max_length=100, pattern=NO_NUL)],
+    description: Annotated[str, Form(max_length=2000, pattern=NO_NUL)] = "",
 ) -> SubmissionPublic:
     storage.check_can_submit(
         session=session, user=user, daily_quota=settings.daily_quota, max_in_flight=settings.max_in_flight
@@ -38,7 +39,14 @@ def create_submission(
     info = bundles.inspect_bundle(
         data, file.filename or "", max_files=settings.max_files, max_unpacked_bytes=settings.max_unpacked_bytes
     )
-    bundles.store_bundle(data, bundle_dir=settings.bundle_dir)
+    try:
+        bundles.store_bundle(data, bundle_dir=settings.bundle_dir)
+    except OSError as exc:  # read-only or full disk: the service's fault; store_bundle leaves no partial file
+        raise StorageUnavailable(
+            # The folder's path stays out of the message: participants need not learn the server's layout.
+            f"the bundle store cannot be written ({exc.strerror or type(exc).__name__}); "
+            "the upload was not kept, try again later"
+        ) from exc
     submission, evaluation = storage.create_submission(
         session=session,
         owner=user,
@@ -63,14 +71,14 @@ def list_submissions(session: SessionDep, user: CurrentUser, page: PageDep) -> S
 
 
 @router.get("/{submission_id}", response_model=SubmissionPublic)
-def read_submission(session: SessionDep, user: CurrentUser, submission_id: int) -> SubmissionPublic:
+def read_submission(session: SessionDep, user: CurrentUser, submission_id: RowId) -> SubmissionPublic:
     submission = storage.get_submission(session=session, submission_id=submission_id, viewer=user)
     board = leaderboard.visible_leaderboard(session=session, split="public", viewer=None)
     return presenters.submission_public(submission, rank=leaderboard.rank_of(board, submission.id))
 
 
 @router.get("/{submission_id}/logs", response_model=SubmissionLogs)
-def read_logs(session: SessionDep, user: CurrentUser, submission_id: int) -> SubmissionLogs:
+def read_logs(session: SessionDep, user: CurrentUser, submission_id: RowId) -> SubmissionLogs:
     submission = storage.get_submission(session=session, submission_id=submission_id, viewer=user)
     evaluation = storage.primary_evaluation(submission)
     episodes = evaluation.episodes if evaluation else []
@@ -78,6 +86,6 @@ def read_logs(session: SessionDep, user: CurrentUser, submission_id: int) -> Sub
 
 
 @router.post("/{submission_id}/select", response_model=SubmissionPublic)
-def select_submission(session: SessionDep, user: CurrentUser, submission_id: int) -> SubmissionPublic:
+def select_submission(session: SessionDep, user: CurrentUser, submission_id: RowId) -> SubmissionPublic:
     submission = storage.select_submission(session=session, submission_id=submission_id, viewer=user)
     return presenters.submission_public(submission)

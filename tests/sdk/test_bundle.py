@@ -8,6 +8,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+
 from layersched.sdk.bundle import make_bundle
 from layersched.sdk.errors import BundleError
 

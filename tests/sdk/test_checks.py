@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from layersched.sdk.bundle import make_bundle
 from layersched.sdk.checks import Finding, check_policy, static_findings
 from layersched.sdk.errors import PolicyCheckError

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from layersched.sdk.cli import main
 
+from layersched.sdk.cli import main
 from tests.sdk.conftest import LiveServer, Worker
 
 

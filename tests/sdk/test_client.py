@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from layersched.sdk import errors
 from layersched.sdk.bundle import make_bundle
 from layersched.sdk.client import Client, Submission

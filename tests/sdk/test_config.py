@@ -5,6 +5,7 @@ import stat
 from pathlib import Path
 
 import pytest
+
 from layersched.sdk.config import Config, config_path, load_config, normalise_server, save_config
 from layersched.sdk.errors import ConfigError
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from layersched.sdk import errors
 from layersched.sdk.errors import ApiError, error_for
 

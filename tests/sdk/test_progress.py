@@ -3,6 +3,7 @@ from __future__ import annotations
 import io
 
 import pytest
+
 from layersched.sdk.progress import ProgressBar, format_bytes
 
 

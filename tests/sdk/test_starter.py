@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from layersched.sdk.cli import main
 
 pytest.importorskip("torch")

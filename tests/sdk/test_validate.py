@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from layersched.sdk.cli import main
 from layersched.sdk.validate import POLICY_ROW, validate
 

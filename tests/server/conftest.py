@@ -19,14 +19,15 @@ with warnings.catch_warnings():
     # The fallback works; this silences only that one import-time warning. Adding httpx2 to the dev extra ends it.
     warnings.simplefilter("ignore", StarletteDeprecationWarning)
     from starlette.testclient import TestClient
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session, sessionmaker
+
 from layersched.server import storage
 from layersched.server.admin import upgrade_database
 from layersched.server.app import create_app
 from layersched.server.config import Settings
 from layersched.server.db import make_engine, make_sessionmaker
 from layersched.server.models import Base, User
-from sqlalchemy import Engine, text
-from sqlalchemy.orm import Session, sessionmaker
 
 PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
 PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/{name}"

@@ -6,8 +6,9 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from layersched.server import storage
 from sqlalchemy.orm import Session
+
+from layersched.server import storage
 
 from .conftest import Account, run_evaluation, score, submit
 

@@ -8,9 +8,10 @@ import zipfile
 from typing import Any
 
 import pytest
+from sqlalchemy.orm import Session
+
 from layersched.server import storage
 from layersched.server.config import Settings
-from sqlalchemy.orm import Session
 
 from .conftest import POLICY, Account, Captured, run_evaluation, submit
 
@@ -108,6 +109,7 @@ def test_submit_zip(client: Any, alice: Account) -> None:
 def test_broker_down_keeps_submission_queued(settings: Settings, alice: Account) -> None:
     """The database is the source of truth: a refused publish leaves a queued evaluation for the reconciler."""
     from kombu.exceptions import OperationalError
+
     from layersched.server.app import create_app
 
     from .conftest import TestClient

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from layersched.server import storage
 from layersched.server.admin import upgrade_database
 from layersched.server.config import Settings

@@ -10,6 +10,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from layersched.server.bundles import (
     bundle_path,
     check_policy_source,

@@ -9,10 +9,11 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from sqlalchemy import inspect
+
 from layersched.server.admin import alembic_config
 from layersched.server.db import make_engine
 from layersched.server.models import Base
-from sqlalchemy import inspect
 
 from .conftest import PG_URL, create_pg_database, drop_pg_database
 

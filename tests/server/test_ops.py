@@ -6,11 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy.orm import Session
+
 from layersched.server import admin
 from layersched.server.app import create_app
 from layersched.server.config import Settings
 from layersched.server.errors import Conflict, NotFound
-from sqlalchemy.orm import Session
 
 from .conftest import Account, TestClient, run_evaluation, submit
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from layersched.server import storage
 from sqlalchemy.orm import Session
+
+from layersched.server import storage
 
 from .conftest import Account, run_evaluation, score, submit
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import redis
+
 from layersched.server.queue import (
     AUDIT_TASK,
     AUDITS_QUEUE,

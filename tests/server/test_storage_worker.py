@@ -6,10 +6,11 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from layersched.server import storage
-from layersched.server.models import EpisodeResult, Evaluation, Submission
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
+
+from layersched.server import storage
+from layersched.server.models import EpisodeResult, Evaluation, Submission
 
 from .conftest import Account, score
 

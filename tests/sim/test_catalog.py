@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from layersched.sim.catalog import (
     BUILTIN_CATALOGS,
     MAX_LAYER_MB,

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from layersched.sim.cli import main
 
 

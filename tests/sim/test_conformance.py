@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 
 import pytest
+
 from layersched.sim.baselines import BASELINES
 from layersched.sim.catalog import load_catalog
 from layersched.sim.env import ClusterEnv

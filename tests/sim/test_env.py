@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from layersched.sim.baselines import BASELINES, get_baseline
 from layersched.sim.catalog import load_catalog, parse_catalog
 from layersched.sim.env import ClusterEnv

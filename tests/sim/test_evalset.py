@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from layersched.sim import evalset as evalset_module
 from layersched.sim.baselines import BASELINES
 from layersched.sim.catalog import load_catalog

@@ -6,6 +6,7 @@ import pytest
 gymnasium = pytest.importorskip("gymnasium")
 
 from gymnasium.utils.env_checker import check_env  # noqa: E402
+
 from layersched.sim.gym_env import LayerSchedEnv  # noqa: E402
 from layersched.sim.scenario import CloudNode, Scenario  # noqa: E402
 

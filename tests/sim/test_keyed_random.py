@@ -7,10 +7,11 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from scipy import stats
+
 from layersched.sim.keyed_random import KeyedRandom
 from layersched.sim.scenario import Scenario
 from layersched.sim.workload import NodeSpec, Task, draw_episode
-from scipy import stats
 
 KEY = bytes(range(16))
 OTHER_KEY = bytes(range(1, 17))

@@ -6,6 +6,7 @@ import math
 from datetime import datetime, timedelta
 
 import pytest
+
 from layersched.sim.scoring import (
     LadderDecision,
     RankEntry,

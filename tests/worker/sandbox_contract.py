@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+
 from layersched.sim.baselines import get_baseline
 from layersched.sim.env import ClusterEnv
 from layersched.sim.episode import EpisodeResult, run_episode

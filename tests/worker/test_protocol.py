@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+
 from layersched.sim.catalog import load_catalog
 from layersched.sim.scenario import CloudNode, Scenario
 from layersched.sim.workload import NodeSpec

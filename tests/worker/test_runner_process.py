@@ -9,6 +9,7 @@ import sys
 import tempfile
 
 import pytest
+
 from layersched.sim.episodes import EpisodeSpec
 from layersched.worker import runner
 from layersched.worker.limits import SandboxLimits

@@ -1,0 +1,21 @@
+"""Writes an action frame whose action is the float ``1.0``: JSON numbers are not node indices (``protocol_error``)."""
+
+import struct
+
+from layersched.worker import protocol
+
+_encode = protocol.encode_action
+
+
+def _float(step, action):
+    if step != 1:
+        return _encode(step, action)
+    payload = b'{"type":"action","step":1,"action":1.0}'
+    return struct.pack(">I", len(payload)) + payload
+
+
+protocol.encode_action = _float
+
+
+def policy(env, task, rng):
+    return int(env.mask(task).argmax())

@@ -1,0 +1,12 @@
+"""Speaks the channel itself: the harness's action encoder is replaced, so the frame says node 1000000 whatever
+the policy chose. The frame is well-formed; the trusted side's ``check_action`` must refuse it (``invalid_action``).
+"""
+
+from layersched.worker import protocol
+
+_encode = protocol.encode_action
+protocol.encode_action = lambda step, action: _encode(step, 1_000_000 if step == 1 else action)
+
+
+def policy(env, task, rng):
+    return int(env.mask(task).argmax())

@@ -1,0 +1,22 @@
+"""Text that databases refuse, in every text channel back: NUL bytes on stdout and stderr at the first decision,
+then at the second an ``error`` frame written straight to the episode's socket whose traceback holds a NUL and a
+lone surrogate (the JSON escape ``\\ud800`` decodes to one; it has no UTF-8 encoding).
+
+The episode is the policy's ``crash``; what it must not do is make recording that result fail on the service's
+side (PostgreSQL refuses NUL in text), which would leave the evaluation unfinished and uncharged.
+"""
+
+import os
+import sys
+
+
+def policy(env, task, rng):
+    if env.k == 0:
+        print("stdout nul:\x00:end", flush=True)
+        print("stderr nul:\x00:end", file=sys.stderr, flush=True)
+    if env.k == 1:
+        conn = sys._getframe(1).f_locals["conn"]  # episode_process's connection to the trusted side
+        payload = b'{"type":"error","step":1,"kind":"exception","traceback":"boom \\u0000 \\ud800 end"}'
+        conn.sendall(len(payload).to_bytes(4, "big") + payload)
+        os._exit(1)
+    return int(env.mask(task).argmax())

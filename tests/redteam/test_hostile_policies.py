@@ -1,0 +1,605 @@
+"""Hostile policies against the docker sandbox and the real evaluation pipeline (issue 8, part 1).
+
+Every policy of ``tests/redteam/policies/`` runs in a real container of the real image. Each must end with its
+status and message within its deadline, leave nothing behind on the host (``healthy_host``: no container, process
+or run directory of ours, the host's /tmp not filled), and the next submission (Greedy, in a fresh sandbox) must be
+evaluated exactly as before. A representative subset also goes through ``run_evaluation`` (SQLite, the bundle
+store, the sample evaluation set, the docker sandbox), where what reaches the database is checked too.
+
+The corpus, and what each one must get:
+
+=================== ====================== ===========================================================
+policy              status                 what it tries
+=================== ====================== ===========================================================
+import_loop         timeout                spins forever at import
+import_sleep        timeout                sleeps an hour at import
+decision_loop       timeout                spins forever at step 2
+decision_sleep      timeout                sleeps an hour at step 2
+memory_bomb         memory_exceeded        touches memory without end at step 0
+import_memory_bomb  memory_exceeded        the same at import
+fork_bomb           timeout                every process forks forever (pids limit, process group kill)
+fork_bomb_escape    ok                     the same after setsid, outside the group: must not outlive it
+thread_bomb         crash                  threads until the pids limit refuses one
+disk_filler         ok                     writes to / and everywhere; fills /tmp and /dev/shm
+print_gigabytes     ok                     2.4 GiB to stdout and stderr (capture bounded, rest counted)
+network             ok                     TCP, UDP, DNS, abstract Unix sockets, cloud metadata
+capabilities        ok                     reports CapEff, NoNewPrivs, seccomp, uid, read-only /, sockets
+replica_tamper      invalid_action         rewrites the sandbox's simulator, places where nothing fits
+reply_out_of_range  invalid_action         frame says node 1000000
+reply_nan           protocol_error         frame holds NaN
+reply_float         protocol_error         frame holds 1.0
+reply_huge_frame    protocol_error         frame announces 2 GiB, pushes 64 MiB
+reply_duplicated    protocol_error         writes its action on the socket itself, then returns it
+reply_ahead         protocol_error         answers step 1 before task 1 was sent
+hash_lie            protocol_error         harness says another scenario hash (poses as image skew)
+channel_slam        crash                  harness stops reading its control channel (broken pipe)
+pickle_weights      ok                     unpickling its weights creates a file (inside only)
+snooper             crash                  hunts canaries: host files, environments, bundles, evalset
+text_poison         crash                  NUL bytes and a lone surrogate in stdout, stderr and traceback
+mt_predictor        ok                     rebuilds the workload generator, predicts the next task
+=================== ====================== ===========================================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import pickle
+import re
+import secrets
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from layersched.server import storage
+from layersched.server.admin import upgrade_database
+from layersched.server.bundles import bundle_path, store_bundle
+from layersched.server.config import Settings
+from layersched.server.db import make_engine, make_sessionmaker
+from layersched.server.models import EpisodeResult, Evaluation
+from layersched.sim.episodes import EpisodeSpec
+from layersched.sim.scenario import Scenario
+from layersched.worker.evalsets import register_and_score
+from layersched.worker.limits import MiB
+from layersched.worker.pipeline import run_evaluation
+from layersched.worker.runner import SandboxSession, open_sandbox
+from tests.redteam.conftest_policies import (  # noqa: F401 - fixtures, registered by being imported
+    GREEDY,
+    LAB,
+    LIMITS,
+    POLICIES,
+    ROOT,
+    TIGHT,
+    Run,
+    healthy_host,
+    run_sandbox,
+    sandbox_image,
+)
+from tests.server.conftest import create_pg_database, drop_pg_database
+
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("sandbox_image", "healthy_host")]
+
+PICKLE_MARKER = Path("/tmp/layersched-redteam-unpickled-on-this-machine")  # make_weights.MARKER
+CANARY = "LSCANARY-" + secrets.token_hex(16)  # one per test run; the snooper hunts for the prefix
+
+
+def last_json(text: str) -> dict[str, Any]:
+    """The last line of ``text`` that is a JSON object (what a probe policy printed)."""
+    for line in reversed(text.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)  # type: ignore[no-any-return]
+    raise AssertionError(f"no JSON line in {text[:500]!r}")
+
+
+# ---------------------------------------------------------------------------------------------- per-case checks
+
+
+def _disk(run: Run) -> None:
+    report = last_json(run.outcome.stdout)
+    assert all(result in ("refused: EROFS", "refused: EACCES") for result in report["writes"].values()), report
+    # /tmp is the container's tmpfs: full at its size limit, and it counts towards the memory limit, not the disk.
+    assert report["tmp"] == {"mib": LIMITS.tmp_bytes // MiB, "error": "ENOSPC"}
+    # Docker's default /dev/shm is also writable (64 MiB tmpfs, charged to the container's memory cgroup).
+    assert report["shm"]["error"] == "ENOSPC" and report["shm"]["mib"] <= 64
+
+
+def _print(run: Run) -> None:
+    out, err = run.outcome.stdout, run.outcome.stderr
+    assert out == "A" * LIMITS.output_bytes and err == "E" * LIMITS.output_bytes
+    assert run.outcome.stdout_dropped == LAB.n_tasks * 64 * MiB - LIMITS.output_bytes
+    assert run.outcome.stderr_dropped == LAB.n_tasks * 16 * MiB - LIMITS.output_bytes
+
+
+def _network(run: Run) -> None:
+    report = last_json(run.outcome.stdout)
+    assert all(r.startswith("blocked: ") for r in report["tcp"].values()), report["tcp"]
+    assert report["udp"].startswith("blocked: ")
+    assert all(report["dns"][n].startswith("blocked: gaierror") for n in ("example.com", "pypi.org")), report["dns"]
+    assert report["dns"]["host.docker.internal"].startswith("blocked: ")
+    assert all(r.startswith("blocked: ") for r in report["abstract"].values()), report["abstract"]
+    assert report["interfaces"] == ["lo"]
+
+
+def _capabilities(run: Run) -> None:
+    report = last_json(run.outcome.stdout)
+    for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert report[cap] == "0000000000000000", (cap, report[cap])
+    assert report["NoNewPrivs"] == "1"
+    assert report["Seccomp"] == "2"  # filtering mode: Docker's default profile
+    assert report["uid"] == report["euid"] == 10001 and report["gid"] == 10001 and report["groups"] == [10001]
+    assert report["root"] == {"statvfs_rdonly": True, "write": "Read-only file system"}
+    for call in ("unshare_user", "unshare_mount", "mount_tmpfs", "chroot"):
+        assert report[call] == "refused: Operation not permitted", (call, report[call])
+    assert report["docker_sock"] == []
+    assert report["unix_sockets"] == ["/run/layersched/chan.sock"]  # the only socket: its own channel
+
+
+def _pickle(run: Run) -> None:
+    assert "unpickled inside the sandbox: marker exists = True" in run.startup_stdout  # the payload is live
+    assert run.outcome.stdout == "marker exists at step 0 = True\n"
+    assert not PICKLE_MARKER.exists()
+
+
+def _text(run: Run) -> None:
+    assert run.outcome.stdout == "stdout nul:\ufffd:end\n"
+    assert run.outcome.stderr == "stderr nul:\ufffd:end\n"
+
+
+def _thread(run: Run) -> None:
+    assert "RuntimeError: can't start new thread" in run.outcome.message
+
+
+# (policy, scenario, status, message pattern, extra check, most seconds from container start to outcome)
+CASES: list[tuple[str, Scenario, str, str, Callable[[Run], None] | None, float]] = [
+    ("import_loop", LAB, "timeout", r"policy import did not finish within 6 s", None, 12),
+    ("import_sleep", LAB, "timeout", r"policy import did not finish within 6 s", None, 12),
+    ("decision_loop", LAB, "timeout", r"step 2: no action within the per-decision deadline of 1 s", None, 8),
+    ("decision_sleep", LAB, "timeout", r"step 2: no action within the per-decision deadline of 1 s", None, 8),
+    (
+        "memory_bomb",
+        LAB,
+        "memory_exceeded",
+        r"step 0: episode process ended without replying: killed by the out-of-memory killer "
+        rf"\(limit {LIMITS.memory_bytes} bytes\)",
+        None,
+        8,
+    ),
+    (
+        "import_memory_bomb",
+        LAB,
+        "memory_exceeded",
+        r"sandbox ended during the policy import \(out of memory \(.*\)\): connection closed after 0 of 4 bytes",
+        None,
+        8,
+    ),
+    ("fork_bomb", LAB, "timeout", r"step 0: no action within the per-decision deadline of 1 s", None, 10),
+    ("thread_bomb", LAB, "crash", r"step 0: policy raised an exception\n(.|\n)*", _thread, 8),
+    ("disk_filler", LAB, "ok", r"", _disk, 8),
+    ("print_gigabytes", LAB, "ok", r"", _print, 15),
+    ("network", LAB, "ok", r"", _network, 8),
+    ("capabilities", LAB, "ok", r"", _capabilities, 10),
+    (
+        "replica_tamper",
+        TIGHT,
+        "invalid_action",
+        r"step \d+: policy returned node \d+, which cannot store image \d+ \(\d+\.\d MB > \d+\.\d MB\)",
+        None,
+        8,
+    ),
+    ("reply_out_of_range", LAB, "invalid_action", r"step 1: policy returned node 1000000, outside 0\.\.9", None, 8),
+    (
+        "reply_nan",
+        LAB,
+        "protocol_error",
+        r"step 1: frame is not valid JSON: non-finite number NaN is not allowed: "
+        r"b'\{\"type\":\"action\",\"step\":1,\"action\":NaN\}'",
+        None,
+        8,
+    ),
+    ("reply_float", LAB, "protocol_error", r"step 1: 'action' frame field 'action' must be int, got 1\.0", None, 8),
+    (
+        "reply_huge_frame",
+        LAB,
+        "protocol_error",
+        r"step 1: frame announces 2147483648 bytes, more than the maximum of 4194304 bytes",
+        None,
+        8,
+    ),
+    ("reply_duplicated", LAB, "protocol_error", r"step 1: reply is for step 0, expected step 1", None, 8),
+    ("reply_ahead", LAB, "protocol_error", r"step 0: reply is for step 1, expected step 0", None, 8),
+    (
+        "hash_lie",
+        LAB,
+        "protocol_error",
+        r"before step 0: the sandbox answered scenario hash '0{64}' for 'lab', but its simulator is the worker's "
+        r"\(fingerprint [0-9a-f]{16}\), which computes [0-9a-f]{64}: the sandbox's reply was tampered with",
+        None,
+        8,
+    ),
+    (
+        "channel_slam",
+        LAB,
+        "crash",
+        r"the sandbox closed its channel before step 0 \(\[Errno 32\] Broken pipe\); the sandbox ended too \(.+\)",
+        None,
+        8,
+    ),
+    ("pickle_weights", LAB, "ok", r"", _pickle, 8),
+    ("text_poison", LAB, "crash", "step 1: policy raised an exception\nboom \ufffd \ufffd end", _text, 8),
+]
+
+
+@pytest.fixture(scope="module")
+def greedy_trace() -> str:
+    """Greedy's trace on the control episode in a fresh sandbox: what every 'next submission' must reproduce."""
+    (run,) = run_sandbox(GREEDY)
+    assert run.outcome.status == "ok", run.outcome.message
+    return run.outcome.trace_hash
+
+
+@pytest.fixture
+def no_pickle_marker() -> Iterator[None]:
+    PICKLE_MARKER.unlink(missing_ok=True)  # a leftover of an interrupted run would hide nothing: it is re-checked
+    yield
+    assert not PICKLE_MARKER.exists(), "the weights were unpickled on the host"
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_pickle_marker")
+@pytest.mark.parametrize(
+    ("policy", "scenario", "status", "pattern", "check", "seconds"), CASES, ids=[case[0] for case in CASES]
+)
+def test_hostile_policy_ends_with_its_status_and_the_next_submission_is_unaffected(
+    policy: str,
+    scenario: Scenario,
+    status: str,
+    pattern: str,
+    check: Callable[[Run], None] | None,
+    seconds: float,
+    greedy_trace: str,
+) -> None:
+    (run,) = run_sandbox(POLICIES / policy, scenario)
+    outcome = run.outcome
+    assert (outcome.status, outcome.message) == (status, outcome.message)  # status first, message in the diff
+    assert re.fullmatch(pattern, outcome.message), outcome.message
+    assert run.seconds < seconds
+    assert (outcome.metrics is not None) == (status == "ok")
+    if check is not None:
+        check(run)
+    (after,) = run_sandbox(GREEDY)
+    assert (after.outcome.status, after.outcome.trace_hash) == ("ok", greedy_trace)
+
+
+def test_decision_timeouts_leave_the_accepted_actions_on_record() -> None:
+    (run,) = run_sandbox(POLICIES / "decision_loop")
+    assert run.outcome.n_actions == 2  # steps 0 and 1 were answered and checked before the hang
+
+
+@pytest.mark.parametrize(
+    ("policy", "status"), [("fork_bomb", "timeout"), ("fork_bomb_escape", "ok")], ids=["in-group", "setsid-escape"]
+)
+def test_a_fork_bomb_does_not_outlive_its_episode(policy: str, status: str) -> None:
+    """After each episode the harness kills the episode's process group and, in the container, every process but
+    init and itself: the next episode of the same sandbox forks into free pids, without a sandbox restart."""
+    episodes = tuple(EpisodeSpec(f"e{i}", seed=i) for i in range(3))
+    runs = run_sandbox(POLICIES / policy, episodes=episodes)
+    assert [(r.outcome.status, r.restarts) for r in runs] == [(status, 0)] * 3, [r.outcome.message for r in runs]
+
+
+# ---------------------------------------------------------------------------------------------- the workload generator
+
+LONG_LAB = Scenario(n_tasks=150)
+
+
+def test_the_workload_generator_is_rebuilt_from_a_lab_seed_but_not_from_a_keyed_episode() -> None:
+    """The control episode (Mersenne Twister, ``random.Random(13579)``) gives the policy every future task, which
+    proves the probe has teeth; the keyed episode leaves it at the Zipf base rate, with no cycle count guessed."""
+    control, hidden = run_sandbox(
+        POLICIES / "mt_predictor",
+        LONG_LAB,
+        episodes=(EpisodeSpec("control", seed=13579), EpisodeSpec("hidden", key=secrets.token_bytes(16))),
+    )
+    assert control.outcome.status == hidden.outcome.status == "ok"
+    found = last_json(control.outcome.stdout)
+    n = LONG_LAB.n_tasks - 1
+    assert found == {**found, "seed": 13579, "image_hits": n, "cycle_hits": n, "predictions": n}
+    blind = last_json(hidden.outcome.stdout)
+    assert (blind["seed"], blind["cycle_hits"], blind["predictions"]) == (None, 0, n)
+    top = blind["zipf_top_share"]
+    assert top == pytest.approx(0.2137, abs=1e-4)  # 1 / H(60): the lab catalog's most popular image
+    # At chance: no better than always naming the most popular image, with 4 standard deviations of slack.
+    assert blind["image_hits"] / n <= top + 4 * (top * (1 - top) / n) ** 0.5, blind
+
+
+# ---------------------------------------------------------------------------------------------- canaries
+
+
+@dataclasses.dataclass(frozen=True)
+class Canaries:
+    """Where the canary was planted on the host; ``targets`` is what the snooper is told to read."""
+
+    temp_file: Path
+    other_bundle: Path
+    evalset: Path
+    targets: list[str]
+
+
+def plant(tmp_root: Path, evalset: Path, other_bundle: Path) -> Canaries:
+    """The canary in a file of the worker's temporary directory, the evaluation set, another submission's
+    bundle and the worker's environment (the caller sets ``REDTEAM_WORKER_SECRET``)."""
+    temp_file = tmp_root / "secret.txt"
+    temp_file.write_text(f"worker temp secret {CANARY}\n")
+    targets = [str(temp_file), str(evalset), str(other_bundle), f"/proc/{os.getpid()}/environ", "/etc/shadow"]
+    return Canaries(temp_file, other_bundle, evalset, targets)
+
+
+def snooper_bundle(dest: Path, targets: list[str]) -> Path:
+    shutil.copytree(POLICIES / "snooper", dest)
+    (dest / "targets.txt").write_text("\n".join(targets) + "\n")
+    return dest
+
+
+@pytest.fixture
+def worker_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REDTEAM_WORKER_SECRET", CANARY)
+
+
+@pytest.fixture
+def planted(tmp_path: Path, worker_secret: None) -> Iterator[Canaries]:
+    root = Path(tempfile.mkdtemp(prefix="layersched-redteam-canary-"))  # the worker's own temporary directory
+    evalset = tmp_path / "evalset.toml"
+    evalset.write_text((ROOT / "hidden_seeds" / "sample.toml").read_text() + f"# {CANARY}\n")
+    other = tmp_path / "other-submission" / "policy.py"
+    other.parent.mkdir()
+    other.write_text(f"# another participant's secret: {CANARY}\ndef policy(env, task, rng):\n    return 0\n")
+    try:
+        yield plant(root, evalset, other)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def returned_text(run: Run) -> str:
+    o = run.outcome
+    return "\n".join([o.message, o.stdout, o.stderr, run.startup_stdout, run.startup_stderr, repr(o.metrics)])
+
+
+def test_snooper_finds_no_canary_in_the_docker_sandbox(tmp_path: Path, planted: Canaries) -> None:
+    bundle = snooper_bundle(tmp_path / "snooper", planted.targets)
+    (run,) = run_sandbox(bundle)
+    assert run.outcome.status == "crash"  # it raises its findings at step 1, to use the message channel too
+    assert run.outcome.message.startswith("step 1: policy raised an exception\n")
+    report = last_json(run.outcome.stdout)
+    assert report["files_searched"] > 100  # it did look
+    refusals = ("refused: FileNotFoundError", "refused: PermissionError")  # absent, or /etc/shadow
+    assert all(result.startswith(refusals) for result in report["targets"].values()), report["targets"]
+    assert report["marker_hits"] == {}
+    assert "REDTEAM_WORKER_SECRET" not in report["environ"]
+    assert CANARY not in returned_text(run)
+
+
+def test_the_snooper_has_teeth_where_the_host_is_visible(tmp_path: Path, planted: Canaries) -> None:
+    """The weaker process sandbox shares the host's filesystem: there the same snooper does read the planted file,
+    so the docker test above would see a leak if the container had one."""
+    bundle = snooper_bundle(tmp_path / "snooper", planted.targets)
+    (run,) = run_sandbox(bundle, backend="process")
+    assert f"worker temp secret {CANARY}" in returned_text(run)
+
+
+# ---------------------------------------------------------------------------------------------- the real pipeline
+
+
+@pytest.fixture(scope="module")
+def pipeline_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("pipeline")
+
+
+@pytest.fixture(scope="module")
+def evalset_file(pipeline_root: Path) -> Path:
+    """The sample evaluation set with the canary in a comment: the file the worker reads, never the sandbox."""
+    path = pipeline_root / "evalset.toml"
+    path.write_text((ROOT / "hidden_seeds" / "sample.toml").read_text() + f"# organisers' note {CANARY}\n")
+    return path
+
+
+def worker_settings(database_url: str, pipeline_root: Path, evalset_file: Path) -> Settings:
+    """A worker's settings on ``database_url``, migrated, with the evaluation set registered and scored."""
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None,
+        database_url=database_url,
+        broker_url="redis://127.0.0.1:6379/14",
+        bundle_dir=pipeline_root / "bundles",
+        baseline_cache_dir=pipeline_root / "baselines",
+        evalset_path=evalset_file,
+        sandbox_backend="docker",
+        decision_seconds=LIMITS.decision_seconds,
+        episode_seconds=LIMITS.episode_seconds,
+        submission_seconds=LIMITS.submission_seconds,
+        sandbox_memory_mb=LIMITS.memory_bytes // MiB,
+    )
+    upgrade_database(settings=settings)
+    register_and_score(path=evalset_file, settings=settings)
+    return settings
+
+
+@pytest.fixture(scope="module")
+def settings(pipeline_root: Path, evalset_file: Path) -> Settings:
+    """One worker on SQLite for the whole module: successive submissions share the database and bundle store."""
+    return worker_settings(f"sqlite:///{pipeline_root / 'layersched.db'}", pipeline_root, evalset_file)
+
+
+@pytest.fixture(scope="module")
+def sessions(settings: Settings) -> Iterator[sessionmaker[Session]]:
+    engine = make_engine(settings.database_url)
+    yield make_sessionmaker(engine)
+    engine.dispose()
+
+
+def open_fast(*args: Any, limits: Any, **kwargs: Any) -> SandboxSession:
+    """The pipeline's own sandbox, with this file's startup deadline (Settings does not carry one)."""
+    fast = dataclasses.replace(
+        limits, startup_seconds=LIMITS.startup_seconds, kill_grace_seconds=LIMITS.kill_grace_seconds
+    )
+    return open_sandbox(*args, limits=fast, **kwargs)
+
+
+def submit(settings: Settings, sessions: sessionmaker[Session], files: dict[str, bytes]) -> tuple[int, int]:
+    """Store a bundle (``policy.py`` alone, or a zip) as a fresh participant's submission: (submission, evaluation)."""
+    if list(files) == ["policy.py"]:
+        data, fmt = files["policy.py"], "py"
+    else:
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            for name, content in sorted(files.items()):
+                archive.writestr(name, content)
+        data, fmt = buffer.getvalue(), "zip"
+    store_bundle(data, bundle_dir=settings.bundle_dir)
+    with sessions() as session:
+        user = storage.create_user(
+            session=session, name=f"s{secrets.token_hex(4)}", email=f"{secrets.token_hex(4)}@example.org"
+        )
+        evalset = storage.get_current_evalset(session=session)
+        assert evalset is not None
+        submission, evaluation = storage.create_submission(
+            session=session,
+            owner=user,
+            name="redteam",
+            description="",
+            bundle_sha256=hashlib.sha256(data).hexdigest(),
+            bundle_format=fmt,
+            bundle_bytes=len(data),
+            evalset=evalset,
+        )
+        return submission.id, evaluation.id
+
+
+def folder(name: str) -> dict[str, bytes]:
+    root = POLICIES / name
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def evaluate(settings: Settings, sessions: sessionmaker[Session], files: dict[str, bytes]) -> tuple[Evaluation, Any]:
+    submission_id, evaluation_id = submit(settings, sessions, files)
+    report = run_evaluation(
+        evaluation_id, settings=settings, sessions=sessions, worker_id="redteam", open_sandbox_fn=open_fast
+    )
+    with sessions() as session:
+        row = session.get(Evaluation, evaluation_id)
+        assert row is not None
+        row.episodes = list(session.scalars(select(EpisodeResult).filter_by(evaluation_id=evaluation_id)))  # type: ignore[attr-defined]
+        row.charged = storage.load_submission(session=session, submission_id=submission_id).counts_against_quota  # type: ignore[attr-defined]
+        session.expunge_all()
+    return row, report
+
+
+def assert_next_submission_is_scored(settings: Settings, sessions: sessionmaker[Session]) -> None:
+    done, report = evaluate(settings, sessions, {"policy.py": (GREEDY / "policy.py").read_bytes()})
+    assert (report.state, report.episodes_run, done.state, done.sandbox) == ("succeeded", 6, "succeeded", "docker")
+    assert all(r.status == "ok" for r in done.episodes)  # type: ignore[attr-defined]
+    assert done.score_public is not None
+    assert done.score_public["overall"] == pytest.approx(1.0, abs=0.01)
+
+
+PIPELINE = [
+    ("import_sleep", "timeout", "policy import did not finish within 6 s"),
+    ("decision_loop", "timeout", "step 2: no action within the per-decision deadline of 1 s"),
+    ("memory_bomb", "memory_exceeded", "step 0: episode process ended without replying: killed by the out-of-memory"),
+    ("fork_bomb", "timeout", "step 0: no action within the per-decision deadline of 1 s"),
+    ("reply_nan", "protocol_error", "step 1: frame is not valid JSON: non-finite number NaN"),
+    ("hash_lie", "protocol_error", "the sandbox's reply was tampered with"),
+    ("channel_slam", "crash", "the sandbox closed its channel before step 0"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("policy", "category", "fragment"), PIPELINE, ids=[case[0] for case in PIPELINE])
+def test_pipeline_charges_the_hostile_submission_and_scores_the_next_one(
+    settings: Settings, sessions: sessionmaker[Session], policy: str, category: str, fragment: str
+) -> None:
+    done, report = evaluate(settings, sessions, folder(policy))
+    assert (report.state, done.state, done.error_category) == ("failed", "failed", category)
+    assert "scenario 'lab-300' episode '" in (done.error_message or "")
+    assert fragment in (done.error_message or "")
+    assert done.infrastructure_failure is False and done.charged  # type: ignore[attr-defined]
+    assert [r.status for r in done.episodes] == [category]  # type: ignore[attr-defined]
+    assert_next_submission_is_scored(settings, sessions)
+
+
+@pytest.mark.slow
+def test_pipeline_never_returns_a_canary(
+    settings: Settings, sessions: sessionmaker[Session], evalset_file: Path, worker_secret: None
+) -> None:
+    """The snooper, told where the evaluation set, another submission's stored bundle, a file in the worker's
+    temporary directory and the worker's environment are, finds none of them; nothing stored holds the canary."""
+    other = f"# another participant's secret: {CANARY}\ndef policy(env, task, rng):\n    return 0\n".encode()
+    submit(settings, sessions, {"policy.py": other})
+    root = Path(tempfile.mkdtemp(prefix="layersched-redteam-canary-"))
+    try:
+        canaries = plant(root, evalset_file, bundle_path(settings.bundle_dir, hashlib.sha256(other).hexdigest()))
+        files = folder("snooper") | {"targets.txt": "\n".join(canaries.targets).encode()}
+        done, report = evaluate(settings, sessions, files)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    assert (report.state, done.error_category) == ("failed", "crash")
+    (row,) = done.episodes  # type: ignore[attr-defined]
+    assert '"files_searched"' in row.stdout and '"marker_hits": {}' in row.stdout  # it ran, and looked
+    stored = [report.message, done.error_message, row.message, row.stdout, row.stderr]
+    assert all(CANARY not in (text or "") for text in stored)
+    database = Path(settings.database_url.removeprefix("sqlite:///")).read_bytes()
+    assert database.count(CANARY.encode()) == 0  # nor anywhere else the worker wrote
+    assert_next_submission_is_scored(settings, sessions)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_pickle_marker")
+def test_pipeline_never_unpickles_the_weights_outside_the_sandbox(
+    settings: Settings, sessions: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loads: list[str] = []
+
+    def refuse(name: str) -> Callable[..., Any]:
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            loads.append(name)
+            raise AssertionError(f"pickle.{name} called by the worker")
+
+        return spy
+
+    for name in ("load", "loads"):
+        monkeypatch.setattr(pickle, name, refuse(name))
+    done, report = evaluate(settings, sessions, folder("pickle_weights"))
+    monkeypatch.undo()
+    assert (report.state, done.state) == ("succeeded", "succeeded")
+    assert all(r.stdout == "marker exists at step 0 = True\n" for r in done.episodes)  # type: ignore[attr-defined]
+    assert loads == []
+    assert not PICKLE_MARKER.exists()
+    assert_next_submission_is_scored(settings, sessions)
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_pipeline_records_unstorable_text_on_postgres(pipeline_root: Path, evalset_file: Path) -> None:
+    """PostgreSQL refuses NUL in text: a policy printing one must not make recording its result fail (which left the
+    evaluation ``running`` and uncharged before the runner replaced such characters)."""
+    name = create_pg_database()
+    try:
+        settings = worker_settings(f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}", pipeline_root, evalset_file)
+        engine = make_engine(settings.database_url)
+        sessions = make_sessionmaker(engine)
+        done, report = evaluate(settings, sessions, folder("text_poison"))
+        assert (report.state, done.state, done.error_category, done.charged) == ("failed", "failed", "crash", True)  # type: ignore[attr-defined]
+        (row,) = done.episodes  # type: ignore[attr-defined]
+        assert (row.stdout, row.stderr) == ("stdout nul:\ufffd:end\n", "stderr nul:\ufffd:end\n")
+        assert row.message == "step 1: policy raised an exception\nboom \ufffd \ufffd end"
+        assert_next_submission_is_scored(settings, sessions)
+        engine.dispose()
+    finally:
+        drop_pg_database(name)
