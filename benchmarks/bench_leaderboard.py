@@ -6,8 +6,8 @@ in bulk. The API runs as ``uvicorn --factory layersched.server.app:create_app`` 
 loopback. The load generator is a constant-rate open-loop client (asyncio + httpx): request i is due at
 ``start + i / rate`` whatever the earlier responses did, and its latency is measured from that due time, so a
 stalled server shows up in the percentiles instead of slowing the client (no coordinated omission; what wrk2 does,
-which Debian's ``wrk`` does not), over 64 keep-alive connections. ``--wrk`` also runs Debian's ``wrk`` (closed loop, fixed connections) for
-comparison; its latencies are not at a fixed rate.
+which Debian's ``wrk`` does not), over 64 keep-alive connections. ``--wrk`` also runs Debian's ``wrk`` (closed
+loop, fixed connections) for comparison; its latencies are not at a fixed rate.
 
 Run: ``python benchmarks/bench_leaderboard.py [--rate 200] [--seconds 20] [--runs 3] [--wrk]``.
 The goal is p99 < 100 ms at 200 requests/s.

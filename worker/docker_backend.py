@@ -24,6 +24,7 @@ from typing import Any, Literal
 import docker
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import LogConfig, Mount
+
 from layersched.worker.limits import SandboxLimits
 
 log = logging.getLogger(__name__)

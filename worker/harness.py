@@ -34,14 +34,15 @@ import select
 import signal
 import socket
 import sys
-import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
+
 from layersched.sim.catalog import parse_catalog
 from layersched.sim.env import ClusterEnv
 from layersched.sim.scenario import CloudNode, NodeRanges, Scenario
@@ -169,12 +170,21 @@ class Capture:
         return base64.b64encode(bytes(self.data)).decode()
 
 
-def _read_capped(f: IO[bytes], limit: int) -> Capture:
-    capture = Capture(limit)
-    f.seek(0)
-    while chunk := f.read(1 << 16):
-        capture.add(chunk)
-    return capture
+def _pump(captures: dict[int, Capture], stop: threading.Event, linger: float = 0.2) -> None:
+    """Read pipes into their captures until they close; once ``stop`` is set, for at most ``linger`` s more (a
+    process the import left behind may keep a pipe open). Closes the read ends."""
+    open_fds = set(captures)
+    until: float | None = None
+    while open_fds:
+        if until is None and stop.is_set():
+            until = time.monotonic() + linger
+        if until is not None and time.monotonic() >= until:
+            break
+        readable, _, _ = select.select(list(open_fds), [], [], 0.05)
+        for fd in readable:
+            _read_into(fd, captures[fd], open_fds)
+    for fd in open_fds:
+        os.close(fd)
 
 
 # ---------------------------------------------------------------------------------------------- seeding
@@ -256,11 +266,22 @@ class Harness:
         protocol.send(self.ctl, message, max_size=protocol.MAX_FRAME_FROM_SANDBOX)
 
     def import_policy(self) -> bool:
-        """Import with stdout/stderr going to files, so the import's output is reported too."""
+        """Import with stdout/stderr going to pipes read while it runs, so the import's output is reported too,
+        bounded as an episode's is. (Not to files in /tmp: the policy can fill /tmp, and its import would then fail
+        on its first print.)"""
         started = time.monotonic()
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            error = self._import_into(out, err)
-            captures = [_read_capped(f, self.output_bytes) for f in (out, err)]
+        (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
+        captures = [Capture(self.output_bytes), Capture(self.output_bytes)]
+        stop = threading.Event()
+        reader = threading.Thread(target=_pump, args=({out_r: captures[0], err_r: captures[1]}, stop), daemon=True)
+        reader.start()
+        try:
+            error = self._import_into(out_w, err_w)
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+            stop.set()
+            reader.join()
         report = {
             "stdout": captures[0].b64(),
             "stderr": captures[1].b64(),
@@ -283,13 +304,13 @@ class Harness:
         )
         return True
 
-    def _import_into(self, out: IO[bytes], err: IO[bytes]) -> str | None:
-        """Import the policy with fds 1 and 2 pointing at ``out`` and ``err``; the traceback if it failed."""
+    def _import_into(self, out: int, err: int) -> str | None:
+        """Import the policy with fds 1 and 2 pointing at the fds ``out`` and ``err``; the traceback if it failed."""
         sys.stdout.flush()
         sys.stderr.flush()
         saved = os.dup(1), os.dup(2)
-        os.dup2(out.fileno(), 1)
-        os.dup2(err.fileno(), 2)
+        os.dup2(out, 1)
+        os.dup2(err, 2)
         error = None
         try:
             seed_globals(0)

@@ -39,6 +39,12 @@ def create_submission(
     info = bundles.inspect_bundle(
         data, file.filename or "", max_files=settings.max_files, max_unpacked_bytes=settings.max_unpacked_bytes
     )
+    # Checked again under the participant's row lock (held until create_submission commits): the first check refuses
+    # cheaply before the body is read, this one makes a burst of concurrent uploads count exactly.
+    storage.lock_submitter(session=session, user=user)
+    storage.check_can_submit(
+        session=session, user=user, daily_quota=settings.daily_quota, max_in_flight=settings.max_in_flight
+    )
     try:
         bundles.store_bundle(data, bundle_dir=settings.bundle_dir)
     except OSError as exc:  # read-only or full disk: the service's fault; store_bundle leaves no partial file

@@ -22,6 +22,7 @@ fork_bomb_escape    ok                     the same after setsid, outside the gr
 thread_bomb         crash                  threads until the pids limit refuses one
 disk_filler         ok                     writes to / and everywhere; fills /tmp and /dev/shm
 print_gigabytes     ok                     2.4 GiB to stdout and stderr (capture bounded, rest counted)
+import_print        ok                     fills /tmp at import, then prints 208 MiB (capture not in /tmp)
 network             ok                     TCP, UDP, DNS, abstract Unix sockets, cloud metadata
 capabilities        ok                     reports CapEff, NoNewPrivs, seccomp, uid, read-only /, sockets
 replica_tamper      invalid_action         rewrites the sandbox's simulator, places where nothing fits
@@ -33,6 +34,7 @@ reply_duplicated    protocol_error         writes its action on the socket itsel
 reply_ahead         protocol_error         answers step 1 before task 1 was sent
 hash_lie            protocol_error         harness says another scenario hash (poses as image skew)
 channel_slam        crash                  harness stops reading its control channel (broken pipe)
+harness_stop        timeout                SIGSTOPs its own harness (the sandbox is replaced)
 pickle_weights      ok                     unpickling its weights creates a file (inside only)
 snooper             crash                  hunts canaries: host files, environments, bundles, evalset
 text_poison         crash                  NUL bytes and a lone surrogate in stdout, stderr and traceback
@@ -150,6 +152,10 @@ def _pickle(run: Run) -> None:
     assert not PICKLE_MARKER.exists()
 
 
+def _import_print(run: Run) -> None:
+    assert (run.startup_stdout, run.startup_stderr) == ("A" * LIMITS.output_bytes, "E" * LIMITS.output_bytes)
+
+
 def _text(run: Run) -> None:
     assert run.outcome.stdout == "stdout nul:\ufffd:end\n"
     assert run.outcome.stderr == "stderr nul:\ufffd:end\n"
@@ -235,6 +241,7 @@ CASES: list[tuple[str, Scenario, str, str, Callable[[Run], None] | None, float]]
         8,
     ),
     ("pickle_weights", LAB, "ok", r"", _pickle, 8),
+    ("import_print", LAB, "ok", r"", _import_print, 8),
     ("text_poison", LAB, "crash", "step 1: policy raised an exception\nboom \ufffd \ufffd end", _text, 8),
 ]
 
@@ -294,6 +301,18 @@ def test_a_fork_bomb_does_not_outlive_its_episode(policy: str, status: str) -> N
     episodes = tuple(EpisodeSpec(f"e{i}", seed=i) for i in range(3))
     runs = run_sandbox(POLICIES / policy, episodes=episodes)
     assert [(r.outcome.status, r.restarts) for r in runs] == [(status, 0)] * 3, [r.outcome.message for r in runs]
+
+
+def test_a_frozen_harness_is_replaced() -> None:
+    """SIGSTOP to the harness: the decision times out, the kill goes unanswered for the grace period, and the next
+    episode runs in a new sandbox (the policy freezes that one too)."""
+    runs = run_sandbox(POLICIES / "harness_stop", episodes=(EpisodeSpec("a", seed=1), EpisodeSpec("b", seed=2)))
+    assert [(r.outcome.status, r.outcome.message, r.restarts) for r in runs] == [
+        ("timeout", "step 1: no action within the per-decision deadline of 1 s", 0),
+        ("timeout", "step 1: no action within the per-decision deadline of 1 s", 1),
+    ]
+    limit = LIMITS.decision_seconds + LIMITS.kill_grace_seconds + 3  # + container start and slack
+    assert all(r.seconds < limit for r in runs), [r.seconds for r in runs]
 
 
 # ---------------------------------------------------------------------------------------------- the workload generator
@@ -432,14 +451,14 @@ def worker_settings(database_url: str, pipeline_root: Path, evalset_file: Path) 
 
 
 @pytest.fixture(scope="module")
-def settings(pipeline_root: Path, evalset_file: Path) -> Settings:
+def sqlite_settings(pipeline_root: Path, evalset_file: Path) -> Settings:
     """One worker on SQLite for the whole module: successive submissions share the database and bundle store."""
     return worker_settings(f"sqlite:///{pipeline_root / 'layersched.db'}", pipeline_root, evalset_file)
 
 
 @pytest.fixture(scope="module")
-def sessions(settings: Settings) -> Iterator[sessionmaker[Session]]:
-    engine = make_engine(settings.database_url)
+def sqlite_sessions(sqlite_settings: Settings) -> Iterator[sessionmaker[Session]]:
+    engine = make_engine(sqlite_settings.database_url)
     yield make_sessionmaker(engine)
     engine.dispose()
 
@@ -523,30 +542,30 @@ PIPELINE = [
 @pytest.mark.slow
 @pytest.mark.parametrize(("policy", "category", "fragment"), PIPELINE, ids=[case[0] for case in PIPELINE])
 def test_pipeline_charges_the_hostile_submission_and_scores_the_next_one(
-    settings: Settings, sessions: sessionmaker[Session], policy: str, category: str, fragment: str
+    sqlite_settings: Settings, sqlite_sessions: sessionmaker[Session], policy: str, category: str, fragment: str
 ) -> None:
-    done, report = evaluate(settings, sessions, folder(policy))
+    done, report = evaluate(sqlite_settings, sqlite_sessions, folder(policy))
     assert (report.state, done.state, done.error_category) == ("failed", "failed", category)
     assert "scenario 'lab-300' episode '" in (done.error_message or "")
     assert fragment in (done.error_message or "")
     assert done.infrastructure_failure is False and done.charged  # type: ignore[attr-defined]
     assert [r.status for r in done.episodes] == [category]  # type: ignore[attr-defined]
-    assert_next_submission_is_scored(settings, sessions)
+    assert_next_submission_is_scored(sqlite_settings, sqlite_sessions)
 
 
 @pytest.mark.slow
 def test_pipeline_never_returns_a_canary(
-    settings: Settings, sessions: sessionmaker[Session], evalset_file: Path, worker_secret: None
+    sqlite_settings: Settings, sqlite_sessions: sessionmaker[Session], evalset_file: Path, worker_secret: None
 ) -> None:
     """The snooper, told where the evaluation set, another submission's stored bundle, a file in the worker's
     temporary directory and the worker's environment are, finds none of them; nothing stored holds the canary."""
     other = f"# another participant's secret: {CANARY}\ndef policy(env, task, rng):\n    return 0\n".encode()
-    submit(settings, sessions, {"policy.py": other})
+    submit(sqlite_settings, sqlite_sessions, {"policy.py": other})
     root = Path(tempfile.mkdtemp(prefix="layersched-redteam-canary-"))
     try:
-        canaries = plant(root, evalset_file, bundle_path(settings.bundle_dir, hashlib.sha256(other).hexdigest()))
+        canaries = plant(root, evalset_file, bundle_path(sqlite_settings.bundle_dir, hashlib.sha256(other).hexdigest()))
         files = folder("snooper") | {"targets.txt": "\n".join(canaries.targets).encode()}
-        done, report = evaluate(settings, sessions, files)
+        done, report = evaluate(sqlite_settings, sqlite_sessions, files)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     assert (report.state, done.error_category) == ("failed", "crash")
@@ -554,15 +573,15 @@ def test_pipeline_never_returns_a_canary(
     assert '"files_searched"' in row.stdout and '"marker_hits": {}' in row.stdout  # it ran, and looked
     stored = [report.message, done.error_message, row.message, row.stdout, row.stderr]
     assert all(CANARY not in (text or "") for text in stored)
-    database = Path(settings.database_url.removeprefix("sqlite:///")).read_bytes()
+    database = Path(sqlite_settings.database_url.removeprefix("sqlite:///")).read_bytes()
     assert database.count(CANARY.encode()) == 0  # nor anywhere else the worker wrote
-    assert_next_submission_is_scored(settings, sessions)
+    assert_next_submission_is_scored(sqlite_settings, sqlite_sessions)
 
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_pickle_marker")
 def test_pipeline_never_unpickles_the_weights_outside_the_sandbox(
-    settings: Settings, sessions: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+    sqlite_settings: Settings, sqlite_sessions: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     loads: list[str] = []
 
@@ -575,13 +594,13 @@ def test_pipeline_never_unpickles_the_weights_outside_the_sandbox(
 
     for name in ("load", "loads"):
         monkeypatch.setattr(pickle, name, refuse(name))
-    done, report = evaluate(settings, sessions, folder("pickle_weights"))
+    done, report = evaluate(sqlite_settings, sqlite_sessions, folder("pickle_weights"))
     monkeypatch.undo()
     assert (report.state, done.state) == ("succeeded", "succeeded")
     assert all(r.stdout == "marker exists at step 0 = True\n" for r in done.episodes)  # type: ignore[attr-defined]
     assert loads == []
     assert not PICKLE_MARKER.exists()
-    assert_next_submission_is_scored(settings, sessions)
+    assert_next_submission_is_scored(sqlite_settings, sqlite_sessions)
 
 
 @pytest.mark.slow
