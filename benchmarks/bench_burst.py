@@ -64,7 +64,8 @@ def _states(stack: Stack, organiser: str) -> dict[str, int]:
             timeout=60,
         ).json()
         for row in page["data"]:
-            counts[row["state"]] = counts.get(row["state"], 0) + 1
+            key = row["state"] if row["error"] is None else f"{row['state']}: {row['error']['message'][:160]}"
+            counts[key] = counts.get(key, 0) + 1
         offset += len(page["data"])
         if offset >= page["count"] or not page["data"]:
             return counts
@@ -94,7 +95,11 @@ def burst(*, submissions: int, participants: int, workers: int, cache: Path) -> 
             uploads = list(pool.map(lambda i: _upload(stack, tokens[i % participants], i), range(submissions)))
         uploaded = time.monotonic() - start
         states = wait_for(
-            lambda: (s := _states(stack, organiser.token)) and sum(s.get(k, 0) for k in FINAL) == submissions and s,
+            lambda: (
+                (s := _states(stack, organiser.token))
+                and sum(n for k, n in s.items() if k.split(":")[0] in FINAL) == submissions
+                and s
+            ),
             4 * 3600,
             "every submission final",
         )

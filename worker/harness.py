@@ -52,6 +52,9 @@ from layersched.worker import protocol
 Policy = Callable[[Any, Task, random.Random], Any]
 
 # Exit codes of an episode process (besides being killed by a signal).
+# The container's writable places (tmpfs). Episodes must not hand state to each other through them.
+SCRATCH_DIRS = ("/tmp", "/dev/shm")
+
 EXIT_OK = 0
 EXIT_POLICY_RAISED = 1
 EXIT_PROTOCOL = 3
@@ -255,6 +258,8 @@ class Harness:
         self.reap_all = reap_all
         self.envs: dict[str, ClusterEnv] = {}
         self.policy: Policy | None = None
+        # What the scratch directories held right after the import: every episode must start from exactly that.
+        self.scratch: dict[str, tuple[int, int, int, int]] = {}
         self.ctl = self._connect()
 
     def _connect(self) -> socket.socket:
@@ -291,6 +296,8 @@ class Harness:
         if error is not None:
             self.send({"type": "import_error", "traceback": error[-20000:], **report})
             return False
+        if self.reap_all:  # in a container only: the process backend's /tmp is the host's
+            self.scratch = scratch_snapshot(SCRATCH_DIRS)
         torch = sys.modules.get("torch")
         self.send(
             {
@@ -393,6 +400,9 @@ class Harness:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(-1, signal.SIGKILL)
         self._drain(captures, open_fds)
+        # Files an episode created are removed; if it changed what the import left, only a new sandbox (a fresh
+        # import) restores it: the runner replaces this one before the next episode.
+        scratch_dirty = self.reap_all and restore_scratch(SCRATCH_DIRS, self.scratch)
         oom_after = oom_kills()
         out, err = captures[out_r], captures[err_r]
         if shutdown:
@@ -409,6 +419,7 @@ class Harness:
                 "stderr": err.b64(),
                 "stdout_dropped": out.dropped,
                 "stderr_dropped": err.dropped,
+                "scratch_dirty": scratch_dirty,
             }
         )
 
@@ -527,6 +538,31 @@ def episode_process(socket_path: str, policy: Policy, env: ClusterEnv, message: 
 
 
 # ---------------------------------------------------------------------------------------------- entry point
+
+
+def scratch_snapshot(roots: tuple[str, ...]) -> dict[str, tuple[int, int, int, int]]:
+    """(inode, size, mtime, mode) of every entry under ``roots``, symlinks not followed."""
+    entries: dict[str, tuple[int, int, int, int]] = {}
+    for root in roots:
+        for folder, dirs, files in os.walk(root):
+            for name in dirs + files:
+                path = os.path.join(folder, name)
+                with contextlib.suppress(OSError):
+                    st = os.lstat(path)
+                    entries[path] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)
+    return entries
+
+
+def restore_scratch(roots: tuple[str, ...], baseline: dict[str, tuple[int, int, int, int]]) -> bool:
+    """Delete what is new under ``roots`` since ``baseline``; True if a baseline entry was changed or removed."""
+    now = scratch_snapshot(roots)
+    for path in sorted((p for p in now if p not in baseline), key=len, reverse=True):  # children first
+        with contextlib.suppress(OSError):
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.rmdir(path)
+            else:
+                os.unlink(path)
+    return any(now.get(path) != entry for path, entry in baseline.items())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -732,6 +732,10 @@ class _Episode:
                     deadline = time.monotonic() + s.limits.kill_grace_seconds
                     continue
                 if message["type"] == "exited":
+                    if message.get("scratch_dirty") is True:
+                        # The episode changed files the import left in /tmp: the next episode gets a new sandbox
+                        # (a fresh import), so no episode can hand state to another.
+                        s._teardown()
                     return message
                 if message["type"] != "pong":
                     raise protocol.ProtocolError(f"expected an 'exited' frame, got {message['type']!r}")

@@ -156,3 +156,18 @@ def test_sweep_runs_once_per_worker(client, monkeypatch):
     for _ in range(2):
         docker_backend.DockerBackend(SandboxLimits(), client=client)
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("policy", "restarts"),
+    [("scratch_counter", 0), ("scratch_modify", 2)],
+    ids=["new-files-removed", "changed-import-state-means-new-sandbox"],
+)
+def test_episodes_cannot_pass_state_through_scratch_space(policy: str, restarts: int) -> None:
+    """The same episode three times in one sandbox gives the same actions: /tmp is restored between episodes."""
+    with open_sandbox(POLICIES / policy, backend="docker") as session:
+        job = make_job(session, "lab", LAB, EPISODES[0])
+        outcomes = [session.run_episode(job) for _ in range(3)]
+        assert [o.status for o in outcomes] == ["ok"] * 3, [o.message for o in outcomes]
+        assert len({o.trace_hash for o in outcomes}) == 1
+        assert session.restarts == restarts
