@@ -4,8 +4,6 @@ Every episode's actions depend on how many episodes ran before it in this sandbo
 scratch directories restored between episodes, every episode sees the count its import left: 0.
 """
 
-import os
-
 MODE = "new-file"  # scratch_modify: "modify"
 with open("/tmp/import-state", "w") as handle:
     handle.write("0")
