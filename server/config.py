@@ -43,6 +43,9 @@ class Settings(BaseSettings):
     decision_seconds: Annotated[float, Field(gt=0, description="wall budget of one policy decision")] = 2.0
     episode_seconds: Annotated[float, Field(gt=0, description="wall budget of one episode")] = 300.0
     submission_seconds: Annotated[float, Field(gt=0, description="wall budget of a whole evaluation")] = 1800.0
+    startup_seconds: Annotated[
+        float, Field(gt=0, description="container start plus the policy's import (a hanging import: timeout)")
+    ] = 120.0
     task_time_limit_s: Annotated[int, Field(gt=30, description="Celery hard time limit of an evaluation task")] = 3600
     visibility_timeout_s: Annotated[
         int, Field(gt=0, description="Redis visibility timeout; above any evaluation's time")

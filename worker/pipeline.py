@@ -90,6 +90,7 @@ def sandbox_limits(settings: Settings) -> SandboxLimits:
         decision_seconds=settings.decision_seconds,
         episode_seconds=settings.episode_seconds,
         submission_seconds=settings.submission_seconds,
+        startup_seconds=settings.startup_seconds,
         memory_bytes=settings.sandbox_memory_mb * 1024 * 1024,
         bundle_bytes=settings.max_bundle_bytes,
         bundle_files=settings.max_files,
