@@ -112,9 +112,13 @@ def snapshot(*, session: Session) -> dict[str, Any]:
     }
 
 
-def visible_leaderboard(*, session: Session, split: Split, viewer: User | None) -> Leaderboard:
-    """What ``viewer`` (None: anonymous) may see of ``split``: frozen snapshot, publication rule applied."""
-    return _visible(session=session, split=split, viewer=viewer).board
+def visible_leaderboard(*, session: Session, split: Split, viewer: User | None, fresh: bool = False) -> Leaderboard:
+    """What ``viewer`` (None: anonymous) may see of ``split``: frozen snapshot, publication rule applied.
+
+    ``fresh`` checks the cached board against the database whatever its age (a submission's own page must show its
+    rank as soon as it shows ``succeeded``).
+    """
+    return _visible(session=session, split=split, viewer=viewer, fresh=fresh).board
 
 
 def visible_leaderboard_json(*, session: Session, split: Split, viewer: User | None) -> bytes:
@@ -166,13 +170,13 @@ def configure_cache(engine: Engine, *, max_age_s: float) -> None:
     _CACHES.setdefault(engine, _EngineCache()).max_age_s = max_age_s
 
 
-def _visible(*, session: Session, split: Split, viewer: User | None) -> _Entry:
+def _visible(*, session: Session, split: Split, viewer: User | None, fresh: bool = False) -> _Entry:
     bind = session.get_bind()
     engine = bind if isinstance(bind, Engine) else bind.engine
     cache = _CACHES.setdefault(engine, _EngineCache())
     entry = cache.entries.get(split)
     now, commits = time.monotonic(), _commits  # read first: a commit during the checks makes the next read check
-    if entry is None or entry.commits != commits:
+    if entry is None or entry.commits != commits or fresh:
         with cache.lock:  # this process wrote: every reader waits for the check (read-your-writes)
             entry = _check(session=session, split=split, cache=cache, commits=commits, now=now)
     elif now - entry.checked >= cache.max_age_s and cache.lock.acquire(blocking=False):

@@ -47,7 +47,7 @@ def leaderboard_page(
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
 def submission_page(request: Request, session: SessionDep, user: OptionalUser, submission_id: RowId) -> HTMLResponse:
     """Owners and organisers (with a token) see everything; anyone sees a submission that is on the leaderboard."""
-    board = leaderboard.visible_leaderboard(session=session, split="public", viewer=None)
+    board = leaderboard.visible_leaderboard(session=session, split="public", viewer=None, fresh=True)
     rank = leaderboard.rank_of(board, submission_id)
     try:
         submission = storage.get_submission(session=session, submission_id=submission_id, viewer=user)

@@ -70,7 +70,7 @@ def create_submission(
 @router.get("", response_model=SubmissionsPublic)
 def list_submissions(session: SessionDep, user: CurrentUser, page: PageDep) -> SubmissionsPublic:
     rows, count = storage.list_submissions(session=session, viewer=user, offset=page.offset, limit=page.limit)
-    board = leaderboard.visible_leaderboard(session=session, split="public", viewer=None)
+    board = leaderboard.visible_leaderboard(session=session, split="public", viewer=None, fresh=True)
     return SubmissionsPublic(
         data=[presenters.submission_public(s, rank=leaderboard.rank_of(board, s.id)) for s in rows], count=count
     )
@@ -79,7 +79,7 @@ def list_submissions(session: SessionDep, user: CurrentUser, page: PageDep) -> S
 @router.get("/{submission_id}", response_model=SubmissionPublic)
 def read_submission(session: SessionDep, user: CurrentUser, submission_id: RowId) -> SubmissionPublic:
     submission = storage.get_submission(session=session, submission_id=submission_id, viewer=user)
-    board = leaderboard.visible_leaderboard(session=session, split="public", viewer=None)
+    board = leaderboard.visible_leaderboard(session=session, split="public", viewer=None, fresh=True)
     return presenters.submission_public(submission, rank=leaderboard.rank_of(board, submission.id))
 
 
