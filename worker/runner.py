@@ -424,7 +424,27 @@ class SandboxSession:
         s = self.startup
         if s.status is not None:
             return run.finish(s.status, s.message, (s.stdout, s.stderr, s.stdout_dropped, s.stderr_dropped))
-        return run.play()
+        outcome = run.play()
+        if outcome.status == "crash" and run.sandbox_end is not None:
+            return self._replay(job, outcome)
+        return outcome
+
+    def _replay(self, job: EpisodeJob, first: EpisodeOutcome) -> EpisodeOutcome:
+        """The whole sandbox died under an episode, and not by the memory limit: play it again in a new one.
+
+        The engine restarting or the host killing containers is the service's fault, not the participant's. Every
+        seed is fixed, so a policy that kills its own sandbox does it again, and only that second death is its
+        crash; if no new sandbox can be started the outcome is ``infrastructure_error`` (retried, no quota used).
+        """
+        log.warning("sandbox died under episode %s (%s); replaying it in a new sandbox", job.episode.id, first.message)
+        if self._ctl is not None:
+            self._teardown()
+        self._restart()
+        s = self.startup
+        replay = _Episode(self, job)
+        if s.status is not None:
+            return replay.finish(s.status, s.message, (s.stdout, s.stderr, s.stdout_dropped, s.stderr_dropped))
+        return replay.play()
 
     def _scenario_key(self, job: EpisodeJob) -> tuple[str, str]:
         """(name, content hash); the hash costs milliseconds (it serialises the catalog), so it is kept per object."""

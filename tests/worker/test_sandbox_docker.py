@@ -171,3 +171,26 @@ def test_episodes_cannot_pass_state_through_scratch_space(policy: str, restarts:
         assert [o.status for o in outcomes] == ["ok"] * 3, [o.message for o in outcomes]
         assert len({o.trace_hash for o in outcomes}) == 1
         assert session.restarts == restarts
+
+
+def test_sandbox_killed_from_outside_is_not_the_policys_crash(client):
+    """The engine (or an operator) kills the container mid-episode: the episode is replayed in a new sandbox."""
+    import threading
+
+    with open_sandbox(POLICIES / "slow_greedy", backend="docker") as session:
+        job = make_job(session, "lab", LAB, EPISODES[0])
+        reference = session.run_episode(job)
+        assert reference.status == "ok"
+        mine = {"label": [f"{WORKER_LABEL}={worker_identity()}"]}
+
+        def kill_soon() -> None:
+            time.sleep(0.15)  # the episode takes about 60 x 5 ms: kill it half-way
+            for container in client.containers.list(filters=mine):
+                container.kill()
+
+        killer = threading.Thread(target=kill_soon)
+        killer.start()
+        outcome = session.run_episode(job)
+        killer.join()
+        assert session.restarts == 1
+        assert (outcome.status, outcome.trace_hash) == ("ok", reference.trace_hash), outcome.message
