@@ -69,8 +69,8 @@ def build_leaderboard(*, session: Session, split: Split) -> Leaderboard:
             if result.baseline not in latest or result.created_at > latest[result.baseline].created_at:
                 latest[result.baseline] = result
         for baseline in latest.values():
-            score = _score(baseline.score_public if split == "public" else baseline.score_private)
-            if score is None:
+            reference = _score(baseline.score_public if split == "public" else baseline.score_private)
+            if reference is None:
                 continue
             rows.append(
                 LeaderboardRow(
@@ -78,10 +78,10 @@ def build_leaderboard(*, session: Session, split: Split) -> Leaderboard:
                     participant=baseline.baseline,
                     submission_id=None,
                     submission_name=f"baseline {baseline.baseline} (sim {baseline.sim_version})",
-                    score=score["overall"],
-                    ci_low=score.get("ci_low", score["overall"]),
-                    ci_high=score.get("ci_high", score["overall"]),
-                    per_scenario=score.get("per_scenario", {}),
+                    score=reference["overall"],
+                    ci_low=reference.get("ci_low", reference["overall"]),
+                    ci_high=reference.get("ci_high", reference["overall"]),
+                    per_scenario=reference.get("per_scenario", {}),
                     submissions=0,
                     submitted_at=baseline.created_at,
                     baseline=True,

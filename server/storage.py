@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, select, true, update
+from sqlalchemy import ColumnElement, FromClause, func, select, true, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
@@ -851,7 +851,7 @@ def leaderboard_fingerprint(*, session: Session) -> tuple[Any, ...]:
     evaluation set, new baseline scores and new users move theirs. Freezing and publishing are read apart.
     """
     succeeded = (Evaluation.state == "succeeded") & (Evaluation.kind != "audit")
-    per_table = [
+    per_table: list[list[ColumnElement[Any]]] = [
         [
             func.count(Submission.id),
             func.sum(Submission.id).filter(Submission.selected.is_(True)),
@@ -864,7 +864,7 @@ def leaderboard_fingerprint(*, session: Session) -> tuple[Any, ...]:
     ]
     # One scan per table (a subquery each, so no join multiplies rows), one round trip in all.
     first, *others = [select(*aggregates).subquery() for aggregates in per_table]
-    joined = first
+    joined: FromClause = first
     for other in others:
         joined = joined.join(other, true())  # one row each: the cross join is that one row
     return tuple(session.execute(select(joined)).one())
