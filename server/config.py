@@ -30,6 +30,15 @@ class Settings(BaseSettings):
     max_attempts: Annotated[int, Field(ge=1, description="times an evaluation is started before it fails for good")] = 3
 
     # The public sample set of the checkout this package runs from (wherever the process was started).
+    public_ladder_step: Annotated[
+        float | None,
+        Field(
+            gt=0,
+            description="the Ladder (Blum & Hardt): show a participant's new public score only when it beats their "
+            "best shown score by more than this (e.g. 0.01); unset shows every score. The private split decides.",
+        ),
+    ] = None
+
     evalset_path: Path = Path(__file__).resolve().parents[1] / "hidden_seeds" / "sample.toml"
 
     # The worker's side (issue 6) reads these; they live here because the service has one Settings.

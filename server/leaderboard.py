@@ -21,6 +21,7 @@ from layersched.server import storage
 from layersched.server.errors import Forbidden
 from layersched.server.models import BaselineResult, LeaderboardState, User
 from layersched.server.schemas import Leaderboard, LeaderboardRow
+from layersched.sim.scoring import ladder
 
 Split = Literal["public", "private"]
 
@@ -31,17 +32,25 @@ def _score(raw: dict[str, Any] | None) -> dict[str, Any] | None:
     return raw
 
 
-def build_leaderboard(*, session: Session, split: Split) -> Leaderboard:
-    """The live ranking of ``split`` on the current evaluation set (ignores freezing and publishing)."""
+def build_leaderboard(*, session: Session, split: Split, ladder_step: float | None = None) -> Leaderboard:
+    """The live ranking of ``split`` on the current evaluation set (ignores freezing and publishing).
+
+    With ``ladder_step`` (organisers' option, public split only) each participant's row is the last submission whose
+    score the Ladder revealed: a new public score shows only when it beats the best shown by more than the step.
+    """
     evalset = storage.get_current_evalset(session=session)
     evalset_name = evalset.name if evalset else None
     counts = storage.count_submissions_by_owner(session=session)
 
+    entries = storage.leaderboard_entries(session=session, split=split, evalset_name=evalset_name)
     best: dict[int, storage.ScoredEntry] = {}
-    for entry in storage.leaderboard_entries(session=session, split=split, evalset_name=evalset_name):
-        held = best.get(entry.owner_id)
-        if held is None or _better(entry, held):
-            best[entry.owner_id] = entry
+    if ladder_step is not None and split == "public":
+        best = _laddered(entries, ladder_step)
+    else:
+        for entry in entries:
+            held = best.get(entry.owner_id)
+            if held is None or _better(entry, held):
+                best[entry.owner_id] = entry
     ranked = sorted(best.values(), key=lambda e: (e.overall, e.created_at, e.submission_id))
     scores = storage.evaluation_scores(session=session, split=split, evaluation_ids=[e.evaluation_id for e in ranked])
     rows = []
@@ -91,6 +100,16 @@ def build_leaderboard(*, session: Session, split: Split) -> Leaderboard:
     rows.sort(key=lambda r: (r.score, r.baseline, r.submitted_at))
     state = storage.get_leaderboard_state(session=session)
     return Leaderboard(split=split, frozen=state.frozen, published=state.private_published, rows=rows)
+
+
+def _laddered(entries: list[storage.ScoredEntry], step: float) -> dict[int, storage.ScoredEntry]:
+    """Per participant, in submission order, the last entry the Ladder (``scoring.ladder``) chose to reveal."""
+    shown: dict[int, storage.ScoredEntry] = {}
+    for entry in sorted(entries, key=lambda e: (e.created_at, e.submission_id)):
+        held = shown.get(entry.owner_id)
+        if ladder(held.overall if held else None, entry.overall, step).show:
+            shown[entry.owner_id] = entry
+    return shown
 
 
 def _better(candidate: storage.ScoredEntry, held: storage.ScoredEntry) -> bool:
@@ -151,6 +170,7 @@ class _Entry:
 @dataclass
 class _EngineCache:
     max_age_s: float = 0.0
+    ladder_step: float | None = None
     entries: dict[str, _Entry] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -165,9 +185,13 @@ def _count_commit(_connection: Any) -> None:
     _commits += 1
 
 
-def configure_cache(engine: Engine, *, max_age_s: float) -> None:
-    """Serve this engine's boards for up to ``max_age_s`` before checking for other processes' writes."""
-    _CACHES.setdefault(engine, _EngineCache()).max_age_s = max_age_s
+def configure_cache(engine: Engine, *, max_age_s: float, ladder_step: float | None = None) -> None:
+    """Serve this engine's boards for up to ``max_age_s`` before checking for other processes' writes; build
+    the public board with the Ladder when ``ladder_step`` is set."""
+    cache = _CACHES.setdefault(engine, _EngineCache())
+    if cache.ladder_step != ladder_step:
+        cache.entries.clear()
+    cache.max_age_s, cache.ladder_step = max_age_s, ladder_step
 
 
 def _visible(*, session: Session, split: Split, viewer: User | None, fresh: bool = False) -> _Entry:
@@ -197,17 +221,17 @@ def _check(*, session: Session, split: Split, cache: _EngineCache, commits: int,
     key = (state.frozen, state.frozen_at, state.private_published, storage.leaderboard_fingerprint(session=session))
     entry = cache.entries.get(split)
     if entry is None or entry.key != key:
-        entry = _Entry(key, _board(session=session, split=split, state=state))
+        entry = _Entry(key, _board(session=session, split=split, state=state, ladder_step=cache.ladder_step))
         cache.entries[split] = entry
     entry.commits, entry.checked = commits, now
     return entry
 
 
-def _board(*, session: Session, split: Split, state: LeaderboardState) -> Leaderboard:
+def _board(*, session: Session, split: Split, state: LeaderboardState, ladder_step: float | None) -> Leaderboard:
     if state.frozen and state.snapshot and split == "public":
         board = Leaderboard.model_validate(state.snapshot["public"])
         return board.model_copy(update={"frozen": True, "published": state.private_published})
-    return build_leaderboard(session=session, split=split)
+    return build_leaderboard(session=session, split=split, ladder_step=ladder_step)
 
 
 def rank_of(board: Leaderboard, submission_id: int) -> int | None:

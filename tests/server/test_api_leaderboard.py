@@ -153,3 +153,21 @@ def test_frozen_timestamp(client: Any, organiser: Account, db: Session) -> None:
     state = storage.get_leaderboard_state(session=db)
     db.refresh(state)
     assert state.frozen_at is not None and state.frozen_at <= dt.datetime.now(dt.timezone.utc)
+
+
+def test_ladder_shows_a_new_public_score_only_beyond_the_step(
+    settings: Any, enqueued: Any, alice: Account, db: Session
+) -> None:
+    from starlette.testclient import TestClient
+
+    from layersched.server.app import create_app
+
+    laddered = settings.model_copy(update={"public_ladder_step": 0.05})
+    with TestClient(create_app(laddered, enqueuer=enqueued)) as client:
+        entry(client, alice, db, 0.95, private=0.97, name="first")
+        assert rows(client) == [(1, "alice", 0.95, False)]
+        entry(client, alice, db, 0.93, private=0.90, name="lucky")  # within the noise: the board does not move
+        assert rows(client) == [(1, "alice", 0.95, False)]
+        entry(client, alice, db, 0.85, private=0.92, name="real")  # a real improvement is shown
+        board = client.get("/api/v1/leaderboard").json()
+        assert [(r["submission_name"], r["score"]) for r in board["rows"]] == [("real", 0.85)]
