@@ -20,6 +20,7 @@ from typing import Any
 from layersched.sdk.config import LOGIN_HINT, load_config, save_config
 from layersched.sdk.errors import AuthError, ConfigError, Forbidden, LayerschedError, WaitTimeout
 from layersched.sdk.progress import ProgressBar, format_bytes
+from layersched.sim.cli import positive_float, positive_int
 from layersched.sim.errors import SimError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -52,26 +53,6 @@ def _add(
     )
     parser.set_defaults(handler=handler)
     return parser
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -125,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", type=Path, help="a policy .py file or a directory with policy.py")
     p.add_argument(
         "--deadline",
-        type=_positive_float,
+        type=positive_float,
         default=1.0,
         metavar="S",
         help="per-decision deadline in seconds to check against (default 1)",
@@ -133,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--evalset", type=Path, metavar="FILE", help="evaluation-set file (default: the public sample)")
     p.add_argument(
         "--episodes",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="only the first N episodes (quick check; the score is then not comparable)",
     )
@@ -160,8 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="follow the evaluation until it ends (default: --wait)",
     )
     p.add_argument("--skip-checks", action="store_true", help="upload even if the local static checks fail")
-    p.add_argument("--poll", type=_positive_float, default=2.0, metavar="S", help="seconds between status checks")
-    p.add_argument("--timeout", type=_positive_float, metavar="S", help="stop following after S seconds")
+    p.add_argument("--poll", type=positive_float, default=2.0, metavar="S", help="seconds between status checks")
+    p.add_argument("--timeout", type=positive_float, metavar="S", help="stop following after S seconds")
 
     p = _add(
         sub,
@@ -172,8 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
         "of every evaluation (evaluation set, simulator version, sandbox image, bundle hash).",
         "  layersched status\n  layersched status 12\n  layersched status 12 --json\n",
     )
-    p.add_argument("id", nargs="?", type=_positive_int, help="submission id")
-    p.add_argument("--limit", type=_positive_int, default=20, help="how many to list (default 20)")
+    p.add_argument("id", nargs="?", type=positive_int, help="submission id")
+    p.add_argument("--limit", type=positive_int, default=20, help="how many to list (default 20)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = _add(
@@ -184,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Status and message of every episode; output and tracebacks for public sample episodes only.",
         "  layersched logs 12\n  layersched logs 12 --json\n",
     )
-    p.add_argument("id", type=_positive_int, help="submission id")
+    p.add_argument("id", type=positive_int, help="submission id")
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = _add(
@@ -242,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  layersched serve --host 0.0.0.0 --port 8080 --data-dir /srv/layersched\n",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=_positive_int, default=8000, help="port (default 8000)")
+    p.add_argument("--port", type=positive_int, default=8000, help="port (default 8000)")
     p.add_argument("--data-dir", type=Path, default=Path("var"), help="database, broker and bundles (default ./var)")
     p.add_argument("--demo", action="store_true", help="create demo users, print their tokens, submit a policy")
 

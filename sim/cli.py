@@ -44,7 +44,8 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (also used by the ``layersched`` CLI)."""
     try:
         value = int(text)
     except ValueError:
@@ -54,13 +55,14 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _positive_float(text: str) -> float:
+def positive_float(text: str) -> float:
+    """argparse type: a number > 0 (also used by the ``layersched`` CLI)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
     if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return value
 
 
@@ -71,10 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("Examples::", 1)[1] if __doc__ else None,
     )
-    parser.add_argument("--nodes", type=_positive_int, default=10, help="edge nodes (default 10)")
-    parser.add_argument("--rate", type=_positive_float, default=0.3, help="task arrival rate per second (default 0.3)")
-    parser.add_argument("--tasks", type=_positive_int, default=500, help="tasks per episode (default 500)")
-    parser.add_argument("--slots", type=_positive_int, default=4, help="container slots per node (default 4)")
+    parser.add_argument("--nodes", type=positive_int, default=10, help="edge nodes (default 10)")
+    parser.add_argument("--rate", type=positive_float, default=0.3, help="task arrival rate per second (default 0.3)")
+    parser.add_argument("--tasks", type=positive_int, default=500, help="tasks per episode (default 500)")
+    parser.add_argument("--slots", type=positive_int, default=4, help="container slots per node (default 4)")
     parser.add_argument("--catalog", default="lab", help="built-in catalog name or JSON file (default lab)")
     parser.add_argument("--seeds", type=parse_seeds, default=list(range(5)), help="seeds, e.g. 0-4 (default)")
     parser.add_argument("--cloud", action="store_true", help="add the cloud node (lab extension 1)")
