@@ -16,7 +16,7 @@ from layersched.server.config import Settings
 from layersched.server.db import make_engine, make_sessionmaker, session_scope
 from layersched.sim.evalset import EvalSet, load_evalset, score_baselines
 from layersched.sim.version import SIM_VERSION
-from layersched.worker.pipeline import split_score
+from layersched.worker.pipeline import episode_means, split_score
 
 
 def register_and_score(*, path: Path, settings: Settings, current: bool = True) -> admin.RegisteredEvalSet:
@@ -34,9 +34,9 @@ def register_and_score(*, path: Path, settings: Settings, current: bool = True) 
 def score_reference_rows(*, session: Session, evalset: EvalSet, cache_dir: Path) -> None:
     """Upsert one ``baseline_results`` row per baseline with its public and private scores."""
     records = score_baselines(evalset, cache_dir)
-    greedy = {(r.scenario, r.episode): r.mean_completion for r in records["Greedy"]}
+    greedy = episode_means(records["Greedy"])
     for name, recs in records.items():
-        means = {(r.scenario, r.episode): r.mean_completion for r in recs}
+        means = episode_means(recs)
         storage.upsert_baseline_result(
             session=session,
             evalset_commitment=evalset.commitment,

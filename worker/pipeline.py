@@ -30,7 +30,7 @@ from layersched.server.models import EpisodeResult, Evaluation
 from layersched.server.models import EvalSet as EvalSetRow
 from layersched.sim.episodes import policy_seed
 from layersched.sim.errors import SimError
-from layersched.sim.evalset import EvalJob, EvalSet, load_evalset, score_baselines
+from layersched.sim.evalset import EpisodeRecord, EvalJob, EvalSet, load_evalset, score_baselines
 from layersched.sim.scoring import ScenarioEpisodes, bootstrap_interval, pair_episodes, score
 from layersched.sim.version import RULES_HASH, SIM_VERSION
 from layersched.worker.limits import SandboxLimits
@@ -176,7 +176,11 @@ def split_score(
 
 def greedy_reference(evalset: EvalSet, cache_dir: Path) -> dict[tuple[str, str], float]:
     """Greedy's mean completion time on every episode of the set (computed once per set and simulator version)."""
-    records = score_baselines(evalset, cache_dir)["Greedy"]
+    return episode_means(score_baselines(evalset, cache_dir)["Greedy"])
+
+
+def episode_means(records: Sequence[EpisodeRecord]) -> dict[tuple[str, str], float]:
+    """(scenario, episode id) -> mean completion time: what ``split_score`` takes."""
     return {(r.scenario, r.episode): r.mean_completion for r in records}
 
 

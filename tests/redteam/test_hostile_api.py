@@ -33,6 +33,10 @@ from layersched.server.models import AuditLogEntry, Submission
 from tests.redteam.conftest import snapshot
 from tests.server.conftest import POLICY, Account, Captured, run_evaluation, submit
 
+# The archive builders of the bundle tests, under the short names this table uses.
+from tests.server.test_bundles import make_tar as tar_of
+from tests.server.test_bundles import tar_special as special
+
 pytestmark = pytest.mark.postgres
 
 MB = 1_000_000
@@ -53,25 +57,6 @@ def zip_of(members: list[tuple[str, bytes]], *, mode: int | None = None) -> byte
                 info.external_attr = mode << 16
             archive.writestr(info, data)
     return buffer.getvalue()
-
-
-def tar_of(members: list[tarfile.TarInfo | tuple[str, bytes]]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        for member in members:
-            if isinstance(member, tarfile.TarInfo):
-                archive.addfile(member)
-            else:
-                info = tarfile.TarInfo(member[0])
-                info.size = len(member[1])
-                archive.addfile(info, io.BytesIO(member[1]))
-    return buffer.getvalue()
-
-
-def special(name: str, kind: bytes, target: str = "") -> tarfile.TarInfo:
-    info = tarfile.TarInfo(name)
-    info.type, info.linkname = kind, target
-    return info
 
 
 def lying_zip() -> bytes:
