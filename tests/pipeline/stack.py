@@ -129,8 +129,8 @@ def _redis_up(port: int) -> bool:
 
 
 @contextmanager
-def running_stack(tmp_path: Path, baseline_cache: Path, **overrides: str) -> Iterator[Stack]:
-    """Start Redis and the API against a fresh Postgres database; workers are started by the caller."""
+def running_stack(tmp_path: Path, baseline_cache: Path, evalset: Path = SAMPLE, **overrides: str) -> Iterator[Stack]:
+    """Start Redis and the API against a fresh Postgres database, ``evalset`` current; the caller starts workers."""
     if shutil.which("redis-server") is None:
         raise RuntimeError("redis-server is not installed (scripts/bootstrap --system installs it)")
     database = create_pg_database()
@@ -153,7 +153,7 @@ def running_stack(tmp_path: Path, baseline_cache: Path, **overrides: str) -> Ite
         **{k.removeprefix("LAYERSCHED_").lower(): v for k, v in env.items() if k.startswith("LAYERSCHED_")},
     )
     admin.upgrade_database(settings=settings)
-    register_and_score(path=SAMPLE, settings=settings)
+    register_and_score(path=evalset, settings=settings)
     stack = Stack(tmp_path, env, settings, f"http://127.0.0.1:{api_port}", redis_port)
     try:
         stack.start_redis()
