@@ -80,8 +80,14 @@ def greedy_estimate(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     feasible = env.feasible_nodes(task)
     if not feasible:
         return _pick(np.zeros(env.n_nodes), env.mask(task), rng)
-    # The lab's _pick on -totals without numpy: the same ties and the same single rng draw.
-    best_total = min(totals[n] for n in feasible)
+    # The lab's _pick on -totals without numpy: the same ties and the same single rng draw (rng.choice even of
+    # one node). When every node is feasible, which is the common case, the list methods find the best in C.
+    if len(feasible) == len(totals):
+        best_total = min(totals)
+        if totals.count(best_total) == 1:
+            return rng.choice([totals.index(best_total)])
+    else:
+        best_total = min(totals[n] for n in feasible)
     best: list[int] = [n for n in feasible if totals[n] == best_total]
     return rng.choice(best)
 

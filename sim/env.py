@@ -16,15 +16,33 @@ download queue (``download_free``). Placing a task on a node:
 The public names are the lab's ``ClusterEnv`` (``nodes``, ``images``, ``size``, ``image_mb``, ``n_nodes``,
 ``n_features``, ``estimate``, ``mask``, ``observe``, ``reset``, ``step``, ``completion``, ``tasks``, ``k``) so a
 policy written during the lab runs unchanged. The lab's dictionaries hold the node state and decide eviction order.
-Speed comes from not recomputing what has not changed: what a node lacks of an image (``_layer_plan``) only changes
-when that node's layers change, and the MB a node stores only when it receives a task; both are kept per node and
-refreshed in ``place``. The floating-point operations are the lab's, in the lab's order, so completion times and
-tie-breaks are bit-identical to the lab's implementation (``benchmarks/bench_sim.py`` checks this).
+
+Speed comes from not recomputing what has not changed, and from keeping the per-call loops short:
+
+* what a node lacks of an image (a ``Plan``: latest cached-layer time, queue increments, missing MB and digests)
+  only changes when that node's layers change. Plans are kept per image as one list over the nodes, so
+  ``totals`` and ``observe`` walk a list instead of looking up a dict per node; ``place`` forgets only the plans of
+  the images that share a layer it added or evicted, on that node alone;
+* per node, the MB stored and the free-storage share only change when that node's layers change, and the earliest
+  free slot when it receives a task; ``place`` refreshes them (the MB summed in the lab's order, from a digest->MB
+  dict kept in step with ``layers``), so ``observe`` and eviction never re-sum them;
+* ``place`` takes the missing layers and their queue increments from the plan instead of walking the image again;
+* ``observe`` packs its Python floats straight into the float32 array (``struct``): the same C double->float
+  rounding as the lab's ``np.array(rows, dtype=np.float32)``, at a fraction of the cost.
+
+What cannot be cached is done per call in the lab's floating-point order: the download queue is advanced one
+missing layer at a time from ``max(now, download_free)`` (a pre-summed total would round differently, and
+``sum(increments, start)`` adds in order only before Python 3.12, which compensates float sums), and every feature
+is divided exactly as the lab divides it. So completion times, features and tie-breaks are bit-identical to the
+lab's implementation (``benchmarks/bench_sim.py`` and ``tests/sim/test_lab_differential.py`` check this against
+transcriptions of the lab text). What is left is Python work per node and call, about 0.3-0.5 us a node; numpy
+costs about 1 us per call on arrays this small, so vectorising over 10 nodes was slower.
 """
 
 from __future__ import annotations
 
 import random
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +55,11 @@ from layersched.sim.workload import NodeSpec, Task, draw_episode
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
-ABSENT = -np.inf  # completion time stored for a layer a node does not hold
+ABSENT = -np.inf  # latest ready time of an image none of whose layers a node holds
+
+# What node n lacks of an image: (latest ready time of its cached layers, queue increment per missing layer in
+# image order, missing MB, missing MB / 1000 as observe() reports it, the missing digests in image order).
+Plan = tuple[float, tuple[float, ...], float, float, tuple[str, ...]]
 
 
 @dataclass
@@ -114,11 +136,17 @@ class ClusterEnv:
         self._download_free_at = [0.0] * self.n_nodes
         self._slot_min = [0.0] * self.n_nodes
         self._freq_of = [s.freq for s in specs]
-        self._storage_of = [s.storage for s in specs]
         self._used = [0.0] * self.n_nodes  # MB of cached layers, summed in the lab's order after every change
-        self._plans: list[dict[int, tuple[float, tuple[float, ...], float]]] = [{} for _ in specs]
+        # digest -> MB of node n's layers, in node.layers' order: the lab's sum over node.layers without lookups.
+        self._layer_mb: list[dict[str, float]] = [{} for _ in specs]
+        self._free_share = [1.0] * self.n_nodes  # observe()'s last feature, 1 - used / storage
+        # _plans[image][n] is node n's Plan for image, None once a layer change made it stale; _stale[image] lists
+        # the nodes whose entry is None, so the hot loops test one list instead of every entry.
+        self._plans: list[list[Plan | None]] = [[None] * self.n_nodes for _ in self.image_mb]
+        self._stale = [list(range(self.n_nodes)) for _ in self.image_mb]
         self._feasible = [np.array([mb <= s.storage for s in specs]) for mb in self.image_mb]
         self._feasible_nodes = [np.flatnonzero(mask).tolist() for mask in self._feasible]
+        self._observe_layout = struct.Struct(f"{self.n_nodes * self.n_features}f")
         self.tasks = []
         self.completion = []
         self.k = 0
@@ -132,50 +160,59 @@ class ClusterEnv:
 
     # ------------------------------------------------------------------ the model
 
-    def _layer_plan(self, n: int, image: int) -> tuple[float, tuple[float, ...], float]:
-        """What node ``n`` lacks of ``image``: latest ready time of cached layers, queue increments, missing MB.
-
-        Depends only on the node's cached layers, so it is memoised per node and image and forgotten whenever the
-        node's layers change (in ``place``). Summation order is the lab's, layer by layer from 0.0.
-        """
-        plan = self._plans[n].get(image)
+    def _layer_plan(self, n: int, image: int) -> Plan:
+        """Node ``n``'s Plan for ``image``, computed if stale. Summation order is the lab's, layer by layer."""
+        plan = self._plans[image][n]
         if plan is None:
             node = self.nodes[n]
-            latest, increments, missing = ABSENT, [], 0.0
+            cached, bandwidth = node.layers, node.bandwidth
+            latest, increments, missing, digests = ABSENT, [], 0.0, []
             for digest, size_mb in self._image_layers[image]:
-                ready = node.layers.get(digest)
-                if ready is not None:
-                    latest = max(latest, ready)
-                else:
+                ready = cached.get(digest)
+                if ready is None:
                     missing += size_mb
-                    increments.append(size_mb / node.bandwidth)
-            plan = (latest, tuple(increments), missing)
-            self._plans[n][image] = plan
+                    increments.append(size_mb / bandwidth)
+                    digests.append(digest)
+                elif ready > latest:
+                    latest = ready
+            plan = (latest, tuple(increments), missing, missing / 1000, tuple(digests))
+            self._plans[image][n] = plan
         return plan
 
-    def _done(self, n: int, now: float, latest: float, increments: tuple[float, ...]) -> float:
-        """When the last layer is on the node: the queue grows one missing layer at a time, as in the lab."""
-        done = latest if latest > now else now
-        if increments:
-            t_free = self._download_free_at[n]
-            if now > t_free:
-                t_free = now
-            for step in increments:
-                t_free += step
-            if t_free > done:
-                done = t_free
-        return done
+    def _plans_for(self, image: int) -> list[Plan]:
+        """Every node's Plan for ``image``, computing the stale ones."""
+        stale = self._stale[image]
+        if stale:
+            for n in stale:
+                self._layer_plan(n, image)
+            stale.clear()
+        return self._plans[image]  # type: ignore[return-value]  # no None left
+
+    def _done(self, n: int, now: float, plan: Plan) -> float:
+        """When the last layer is on the node: the queue grows one missing layer at a time, as in the lab.
+
+        The lab takes the max of ``now``, the cached layers' ready times and the queue after each layer; the queue
+        only grows and starts at ``now`` or later, so with missing layers that max is max(latest, final queue).
+        """
+        latest, increments = plan[0], plan[1]
+        if not increments:
+            return latest if latest > now else now
+        t_queue = self._download_free_at[n]
+        done = t_queue if t_queue > now else now
+        for step in increments:
+            done += step
+        return latest if latest > done else done
 
     def estimate(self, n: int, task: Task) -> dict[str, float]:
         """Times for placing ``task`` on node ``n``: missing MB, download, wait, compute and total (seconds)."""
         now = task.arrival
-        latest, increments, missing = self._layer_plan(n, task.image)
-        done = self._done(n, now, latest, increments)
-        compute = task.cycles / self.nodes[n].freq
+        plan = self._layer_plan(n, task.image)
+        done = self._done(n, now, plan)
+        compute = task.cycles / self._freq_of[n]
         slot_free = self._slot_min[n]
         start = done if done > slot_free else slot_free
         return {
-            "missing_mb": missing,
+            "missing_mb": plan[2],
             "download": done - now,
             "wait": start - done,
             "compute": compute,
@@ -185,23 +222,23 @@ class ClusterEnv:
     def totals(self, task: Task) -> list[float]:
         """Estimated completion time of ``task`` on every node (``estimate(n, task)["total"]`` for all n)."""
         now, image, cycles = task.arrival, task.image, task.cycles
-        plans, download_free, slot_min, freq = self._plans, self._download_free_at, self._slot_min, self._freq_of
+        plans = self._plans_for(image) if self._stale[image] else self._plans[image]
         out = []
-        for n in range(self.n_nodes):  # _layer_plan and _done inlined: this loop is Greedy's whole cost
-            plan = plans[n].get(image)
-            latest, increments, _ = plan if plan is not None else self._layer_plan(n, image)
-            done = latest if latest > now else now
+        # estimate() inlined (this loop is Greedy's main cost); see _done for why done is computed this way.
+        for (latest, increments, _, _, _), t_queue, slot_free, freq in zip(  # type: ignore[misc]
+            plans, self._download_free_at, self._slot_min, self._freq_of, strict=True
+        ):
             if increments:
-                t_free = download_free[n]
-                if now > t_free:
-                    t_free = now
+                done = t_queue if t_queue > now else now
                 for step in increments:
-                    t_free += step
-                if t_free > done:
-                    done = t_free
-            slot_free = slot_min[n]
-            start = done if done > slot_free else slot_free
-            out.append(start + cycles / freq[n] - now)
+                    done += step
+                if latest > done:
+                    done = latest
+            elif latest > now:
+                done = latest
+            else:
+                done = now
+            out.append((slot_free if slot_free > done else done) + cycles / freq - now)
         return out
 
     def estimate_all(self, task: Task) -> Estimate:
@@ -223,62 +260,94 @@ class ClusterEnv:
     def observe(self, task: Task) -> npt.NDArray[np.float32]:
         """The lab's state: per node, missing GB, download, wait, compute and total (/100 s), free storage share."""
         now, image, cycles = task.arrival, task.image, task.cycles
+        plans = self._plans_for(image) if self._stale[image] else self._plans[image]
         flat: list[float] = []
-        for n in range(self.n_nodes):  # estimate() inlined: this is the hot path of learned policies
-            latest, increments, missing = self._layer_plan(n, image)
-            done = self._done(n, now, latest, increments)
-            slot_free = self._slot_min[n]
-            start = done if done > slot_free else slot_free
-            compute = cycles / self._freq_of[n]
-            flat += (
-                missing / 1000,
-                (done - now) / 100,
-                (start - done) / 100,
-                compute / 100,
-                (start + compute - now) / 100,
-                1 - self._used[n] / self._storage_of[n],
-            )
-        return np.array(flat, dtype=np.float32).reshape(self.n_nodes, self.n_features)
+        # estimate() inlined, as in totals(): this is the hot path of learned policies. The branches only skip
+        # arithmetic whose result is known exactly: (x - x) / 100 is 0.0.
+        for (latest, increments, _, missing_gb, _), t_queue, slot_free, freq, share in zip(  # type: ignore[misc]
+            plans, self._download_free_at, self._slot_min, self._freq_of, self._free_share, strict=True
+        ):
+            if increments:
+                done = t_queue if t_queue > now else now
+                for step in increments:
+                    done += step
+                if latest > done:
+                    done = latest
+                download = (done - now) / 100
+            elif latest > now:  # a layer queued for an earlier task is still downloading
+                done = latest
+                download = (done - now) / 100
+            else:
+                done, download = now, 0.0
+            compute = cycles / freq
+            if slot_free > done:  # the container waits for a slot
+                start, wait = slot_free, (slot_free - done) / 100
+            else:
+                start, wait = done, 0.0
+            flat += (missing_gb, download, wait, compute / 100, (start + compute - now) / 100, share)
+        # Native "f" packing is the C double->float cast, the same rounding np.array(rows, dtype=float32) does;
+        # the bytearray makes the array writable and the caller's own.
+        packed = bytearray(self._observe_layout.pack(*flat))
+        state: npt.NDArray[np.float32] = np.ndarray((self.n_nodes, self.n_features), dtype=np.float32, buffer=packed)
+        return state
 
     def place(self, task: Task, n: int) -> float:
         """Apply the placement of ``task`` on node ``n`` and return its completion time."""
-        node = self.nodes[n]
-        e = self.estimate(n, task)
-        total = e["total"]
+        now, image = task.arrival, task.image
+        plan = self._layer_plan(n, image)
+        done = self._done(n, now, plan)
+        slot_free = self._slot_min[n]
+        start = done if done > slot_free else slot_free
+        total = start + task.cycles / self._freq_of[n] - now
         self.completion.append(total)
+        node = self.nodes[n]
         if node.is_cloud:
             return total  # the cloud keeps no layers and never queues: nothing to remember
-        now = task.arrival
-        layers = self._image_layers[task.image]
-        changed = self._make_room(n, self._image_digests[task.image], e["missing_mb"], now)
-        t_free = max(now, node.download_free)
-        for digest, size_mb in layers:
-            if digest not in node.layers:
-                t_free += size_mb / node.bandwidth
-                node.layers[digest] = t_free
-                changed.append(digest)
-        if e["missing_mb"] > 0:
-            node.download_free = t_free
-            self._download_free_at[n] = t_free
+        missing_mb, layers, layer_mb = plan[2], node.layers, self._layer_mb[n]
+        changed = self._make_room(n, image, missing_mb, now) if node.storage - self._used[n] < missing_mb else []
+        if plan[4]:
+            # Eviction spares the image's own layers, so the plan's missing layers are still the missing ones.
+            t_free = self._download_free_at[n]
+            if now > t_free:
+                t_free = now
+            for digest, step in zip(plan[4], plan[1], strict=True):
+                if digest not in layers:  # an image listing a layer twice downloads it once, as in the lab
+                    t_free += step
+                    layers[digest] = t_free
+                    layer_mb[digest] = self.size[digest]
+                    changed.append(digest)
+            if missing_mb > 0:
+                node.download_free = t_free
+                self._download_free_at[n] = t_free
         if changed:
-            plans = self._plans[n]
-            for digest in changed:
-                for image in self._images_with_layer[digest]:
-                    plans.pop(image, None)
-            self._used[n] = sum(self.size[d] for d in node.layers)
+            self._forget_plans(n, changed)
+            used = self._used[n] = sum(layer_mb.values())
+            self._free_share[n] = 1 - used / node.storage
         slots = node.slots
         slot = slots.index(min(slots))  # the first earliest-free slot, like np.argmin
         finish = now + total
         slots[slot] = finish
         self._slot_min[n] = min(slots)
         in_use = node.in_use
-        for digest, _ in layers:
-            in_use[digest] = max(in_use.get(digest, 0), finish)
+        for digest, _ in self._image_layers[image]:
+            last = in_use.get(digest, 0)
+            in_use[digest] = finish if finish > last else last  # the lab's max(last, finish), without the call
         return total
 
-    def _make_room(self, n: int, needed: frozenset[str], missing_mb: float, now: float) -> list[str]:
+    def _forget_plans(self, n: int, digests: list[str]) -> None:
+        """Node ``n`` gained or lost these layers: its plans for the images containing them are stale."""
+        plans, stale, images_with_layer = self._plans, self._stale, self._images_with_layer
+        for digest in digests:
+            for image in images_with_layer[digest]:
+                row = plans[image]
+                if row[n] is not None:
+                    row[n] = None
+                    stale[image].append(n)
+
+    def _make_room(self, n: int, image: int, missing_mb: float, now: float) -> list[str]:
         """Evict unused layers, least recently used first, until ``missing_mb`` fits; returns the evicted ones."""
         node = self.nodes[n]
+        needed = self._image_digests[image]
         free = node.storage - self._used[n]
         if free >= missing_mb:
             return []
@@ -292,6 +361,7 @@ class ClusterEnv:
                 break
             free += self.size[digest]
             del node.layers[digest]
+            del self._layer_mb[n][digest]
             node.in_use.pop(digest, None)
             evicted.append(digest)
         return evicted
