@@ -16,7 +16,7 @@ from celery import Task
 from sqlalchemy.orm import Session, sessionmaker
 
 from layersched.server import storage
-from layersched.server.config import get_settings
+from layersched.server.config import Settings, get_settings
 from layersched.server.db import make_engine
 from layersched.server.queue import AUDIT_TASK, EVALUATE_TASK
 from layersched.worker.celery_app import app
@@ -34,6 +34,34 @@ def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def requeue_or_give_up(
+    *, session: Session, settings: Settings, evaluation_id: int, celery_retries: int, error: Exception
+) -> str | None:
+    """After a service failure: put the evaluation back to queued and return None (retry it), or end it.
+
+    Returns "ended" when it was cancelled or finished meanwhile, "failed" when it has had ``max_attempts``: the
+    database counts every start, also those of messages the reconciler sent again while a retry of this one waited
+    (so Celery's retry count alone would let attempts exceed the bound), and Celery's count covers the failures
+    before a start (evaluation set or bundle missing), which the database never sees.
+    """
+    evaluation = storage.requeue_evaluation(session=session, evaluation_id=evaluation_id)
+    if evaluation is None:
+        return "ended"
+    attempts = max(evaluation.attempts, celery_retries + 1)
+    if attempts < settings.max_attempts:
+        return None
+    log.error("evaluation %s failed for good after %s attempts: %s", evaluation_id, attempts, error)
+    storage.finish_evaluation(
+        session=session,
+        evaluation_id=evaluation_id,
+        state="failed",
+        error_category=storage.INFRASTRUCTURE,
+        error_message=f"gave up after {attempts} attempts: {error}",
+        infrastructure_failure=True,
+    )
+    return "failed"
+
+
 def _run(task: Task, evaluation_id: int) -> str:
     settings = get_settings()
     try:
@@ -42,20 +70,15 @@ def _run(task: Task, evaluation_id: int) -> str:
         )
     except RetryableError as exc:
         with _sessions()() as session:
-            storage.requeue_evaluation(session=session, evaluation_id=evaluation_id)
-            if task.request.retries >= settings.max_attempts - 1:
-                log.error(
-                    "evaluation %s failed for good after %s attempts: %s", evaluation_id, task.request.retries + 1, exc
-                )
-                storage.finish_evaluation(
-                    session=session,
-                    evaluation_id=evaluation_id,
-                    state="failed",
-                    error_category=storage.INFRASTRUCTURE,
-                    error_message=f"gave up after {task.request.retries + 1} attempts: {exc}",
-                    infrastructure_failure=True,
-                )
-                return "failed"
+            ended = requeue_or_give_up(
+                session=session,
+                settings=settings,
+                evaluation_id=evaluation_id,
+                celery_retries=task.request.retries,
+                error=exc,
+            )
+        if ended is not None:
+            return ended
         log.warning("evaluation %s: %s; retrying", evaluation_id, exc)
         raise task.retry(exc=exc, countdown=min(60, 2**task.request.retries) + os.getpid() % 3) from exc
     log.info("evaluation %s: %s (%s episodes run) %s", evaluation_id, report.state, report.episodes_run, report.message)

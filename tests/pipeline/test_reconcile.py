@@ -14,7 +14,9 @@ from layersched.server import storage
 from layersched.server.config import Settings
 from layersched.server.models import Evaluation, utcnow
 from layersched.server.queue import EVALUATE_TASK, EVALUATIONS_QUEUE, CeleryEnqueuer
+from layersched.worker.pipeline import RetryableError
 from layersched.worker.reconcile import reconcile_once
+from layersched.worker.tasks import requeue_or_give_up
 from tests.pipeline.conftest import Submitted, evaluation
 
 pytestmark = pytest.mark.redis
@@ -124,3 +126,76 @@ def test_broker_down_leaves_work_queued(settings: Settings, sessions: sessionmak
         report = reconcile_once(session=session, settings=unreachable, enqueuer=sent)
     assert report.resent_lost == [] and sent.calls == []
     assert evaluation(sessions, sub.evaluation_id).state == "queued"
+
+
+def test_a_message_sent_again_does_not_buy_more_attempts(
+    settings: Settings, sessions: sessionmaker[Session], submit: Any
+) -> None:
+    """The reconciler may send an evaluation again while a Celery retry of it waits; that copy starts with Celery's
+    retry count at 0, but the database has counted every start: the bound holds."""
+    sub: Submitted = submit("greedy")
+    _set(sessions, sub.evaluation_id, state="running", worker_id="w:1", attempts=settings.max_attempts)
+    with sessions() as session:
+        ended = requeue_or_give_up(
+            session=session,
+            settings=settings,
+            evaluation_id=sub.evaluation_id,
+            celery_retries=0,
+            error=RetryableError("Docker engine unavailable"),
+        )
+    assert ended == "failed"
+    failed = evaluation(sessions, sub.evaluation_id)
+    assert failed.state == "failed" and failed.infrastructure_failure
+    assert failed.error_message == f"gave up after {settings.max_attempts} attempts: Docker engine unavailable"
+
+
+@pytest.mark.parametrize(("db_attempts", "celery_retries"), [(0, 0), (1, 0), (0, 1)])
+def test_below_the_bound_the_evaluation_goes_back_to_the_queue(
+    settings: Settings, sessions: sessionmaker[Session], submit: Any, db_attempts: int, celery_retries: int
+) -> None:
+    assert settings.max_attempts > 2  # so that every case below is under the bound
+    sub: Submitted = submit("greedy")
+    _set(sessions, sub.evaluation_id, state="running", worker_id="w:1", attempts=db_attempts)
+    with sessions() as session:
+        ended = requeue_or_give_up(
+            session=session,
+            settings=settings,
+            evaluation_id=sub.evaluation_id,
+            celery_retries=celery_retries,
+            error=RetryableError("bundle missing"),
+        )
+    assert ended is None
+    assert evaluation(sessions, sub.evaluation_id).state == "queued"
+
+
+def test_failures_before_any_start_are_bounded_by_celerys_count(
+    settings: Settings, sessions: sessionmaker[Session], submit: Any
+) -> None:
+    """An evaluation that never starts (its bundle is missing) never raises the database's count: Celery's does."""
+    sub: Submitted = submit("greedy")
+    with sessions() as session:
+        ended = requeue_or_give_up(
+            session=session,
+            settings=settings,
+            evaluation_id=sub.evaluation_id,
+            celery_retries=settings.max_attempts - 1,
+            error=RetryableError("bundle missing"),
+        )
+    assert ended == "failed"
+    assert evaluation(sessions, sub.evaluation_id).attempts == 0
+
+
+def test_an_evaluation_that_ended_meanwhile_is_left_alone(
+    settings: Settings, sessions: sessionmaker[Session], submit: Any
+) -> None:
+    sub: Submitted = submit("greedy")
+    _set(sessions, sub.evaluation_id, state="cancelled")
+    with sessions() as session:
+        ended = requeue_or_give_up(
+            session=session,
+            settings=settings,
+            evaluation_id=sub.evaluation_id,
+            celery_retries=9,
+            error=RetryableError("x"),
+        )
+    assert ended == "ended" and evaluation(sessions, sub.evaluation_id).state == "cancelled"
