@@ -2,11 +2,22 @@
 
     python benchmarks/bench_sandbox.py [--episodes 10] [--tasks 500] [--runs 5] [--backend docker]
 
-Per policy and run: container start (until the harness connects), policy import (as timed by the harness), the
-raw round trip of the channel (a tiny ping frame, same Unix socket, same run), and the episodes' wall time in both
-places. The per-decision overhead is (sandbox episode time - in-process episode time) / decisions. Every figure is
-the median over ``--runs`` runs. The issue's goals: overhead under 2x the channel's round trip, and a whole
-10-episode Greedy evaluation (container start included) within 3x of in-process.
+Per policy and run, in one process and one run:
+
+* in-process: the episodes with the trusted simulator calling the policy directly (the policy's calls timed too);
+* cold: ``open_sandbox`` starting a fresh container (start until the harness connects, then the policy's import as
+  timed by the harness), the raw round trip of the channel (a tiny ping frame, same Unix socket), the same episodes,
+  and ``close`` (the container removed before it returns);
+* warm (docker only): the same evaluation in a container claimed from a warm pool of one that was filled before
+  the timing starts. Timed: the claim, the import, the episodes and ``close``. Not timed: the removal of the used
+  container and the start of the next pooled one, which run in the pool's background threads meanwhile (their
+  CPU is shared with the timed evaluation, as in a worker; the benchmark waits for them between runs).
+
+The per-decision overhead is (sandbox episode time - in-process episode time) / decisions, measured on the cold
+sandbox. To tell the channel's cost from the policy computing slower in the sandbox, the harness times the policy's
+calls inside the sandbox and reports them (``pol sb``) next to the same calls timed in-process (``pol in``); ``repl``
+is the sandbox's replica update per decision. Every figure is the median over ``--runs`` runs. The issue's goals:
+overhead under 2x the channel's round trip, and a whole 10-episode Greedy evaluation within 3x of in-process.
 
 Needs the engine and the image (worker/sandbox/start_dockerd.sh, worker/sandbox/build_image.sh).
 """
@@ -15,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import os
 import random
 import socket
@@ -31,30 +43,58 @@ from layersched.sim.episode import run_episode
 from layersched.sim.episodes import EpisodeSpec, policy_seed
 from layersched.sim.scenario import Scenario
 from layersched.worker.harness import configure_torch, seed_globals
-from layersched.worker.runner import EpisodeJob, open_sandbox
+from layersched.worker.runner import EpisodeJob, EpisodeOutcome, SandboxSession, open_sandbox
+from layersched.worker.sandbox_pool import SandboxPool
 
 POLICIES = Path(__file__).resolve().parents[1] / "tests" / "worker" / "policies"
+NAN = float("nan")
+
+
+@dataclass
+class Whole:
+    """One whole evaluation in the sandbox: open (start or claim, then import), episodes, close."""
+
+    open_seconds: float
+    start_seconds: float
+    import_seconds: float
+    episodes_seconds: float
+    close_seconds: float
+    outcomes: list[EpisodeOutcome]
+
+    @property
+    def total(self) -> float:
+        return self.open_seconds + self.episodes_seconds + self.close_seconds
 
 
 @dataclass
 class Run:
     inproc_seconds: float
-    sandbox_open_seconds: float
-    container_start_seconds: float
-    import_seconds: float
+    inproc_policy_seconds: float
     rtt_seconds: float
     raw_rtt_seconds: float
-    sandbox_seconds: float
-    close_seconds: float
+    cold: Whole
+    warm: Whole | None
     decisions: int
 
     @property
     def overhead_per_decision(self) -> float:
-        return (self.sandbox_seconds - self.inproc_seconds) / self.decisions
+        return (self.cold.episodes_seconds - self.inproc_seconds) / self.decisions
+
+    def sandbox_total(self, field: str) -> float:
+        """The sum of an ``EpisodeTiming`` field over the cold sandbox's episodes (NaN if one did not report)."""
+        timings = [o.timing for o in self.cold.outcomes]
+        if any(t is None for t in timings):
+            return NAN
+        return sum(getattr(t, field) for t in timings)
+
+    def sandbox_per_decision(self, field: str) -> float:
+        return self.sandbox_total(field) / self.decisions
 
     @property
-    def whole_sandbox(self) -> float:
-        return self.sandbox_open_seconds + self.sandbox_seconds + self.close_seconds
+    def episode_fixed_seconds(self) -> float:
+        """Per episode: its start (fork, connect) and end (exit) in the sandbox, which in-process has not."""
+        fixed = self.sandbox_total("setup_seconds") + self.sandbox_total("end_seconds")
+        return fixed / len(self.cold.outcomes)
 
 
 def raw_round_trip(n: int = 2000) -> float:
@@ -88,39 +128,85 @@ def load_policy(bundle: Path) -> Callable[..., Any]:
     return module.policy  # type: ignore[no-any-return]
 
 
-def measure(bundle: Path, scenario: Scenario, episodes: list[EpisodeSpec], backend: str) -> Run:
-    policy = load_policy(bundle)
+def jobs_for(session: SandboxSession, scenario: Scenario, episodes: list[EpisodeSpec]) -> list[EpisodeJob]:
+    return [
+        EpisodeJob("lab", scenario, ep, policy_seed(session.bundle_sha256, scenario.content_hash, ep.id))
+        for ep in episodes
+    ]
+
+
+def evaluate(
+    bundle: Path,
+    scenario: Scenario,
+    episodes: list[EpisodeSpec],
+    backend: str,
+    pool: SandboxPool | None,
+    before_episodes: Callable[[SandboxSession, list[EpisodeJob]], None] = lambda s, j: None,
+) -> Whole:
+    """One whole evaluation; ``before_episodes`` runs untimed between the open and the episodes."""
     t0 = time.perf_counter()
-    with open_sandbox(bundle, backend=backend) as session:
+    session = open_sandbox(bundle, backend=backend, pool=pool)  # type: ignore[arg-type]
+    with session:
         opened = time.perf_counter() - t0
         if session.startup.status is not None:
             sys.exit(f"sandbox failed to start: {session.startup.status}: {session.startup.message}")
-        jobs = [
-            EpisodeJob("lab", scenario, ep, policy_seed(session.bundle_sha256, scenario.content_hash, ep.id))
-            for ep in episodes
-        ]
-        inproc = 0.0
-        expected = []
-        for job in jobs:
-            seed_globals(job.policy_seed)
-            t = time.perf_counter()
-            result = run_episode(
-                ClusterEnv(scenario), policy, job.episode.workload_rng(), random.Random(job.policy_seed)
-            )
-            inproc += time.perf_counter() - t
-            expected.append(result.trace_hash)
-        rtt = statistics.median(session.ping(500))
-        raw = raw_round_trip()
+        if session.pooled != (pool is not None):
+            sys.exit(f"{bundle.name}: expected a {'pooled' if pool else 'fresh'} sandbox")
+        jobs = jobs_for(session, scenario, episodes)
+        before_episodes(session, jobs)
         t = time.perf_counter()
         outcomes = [session.run_episode(job) for job in jobs]
-        sandboxed = time.perf_counter() - t
-        for outcome, trace in zip(outcomes, expected, strict=True):
-            if outcome.status != "ok" or outcome.trace_hash != trace:
-                sys.exit(f"{bundle.name}: sandbox and in-process disagree: {outcome}")
+        ran = time.perf_counter() - t
         start, imported = session.container_start_seconds, session.import_seconds
         t = time.perf_counter()
     closed = time.perf_counter() - t
-    return Run(inproc, opened, start, imported, rtt, raw, sandboxed, closed, sum(o.n_actions for o in outcomes))
+    return Whole(opened, start, imported, ran, closed, outcomes)
+
+
+def measure(
+    bundle: Path, scenario: Scenario, episodes: list[EpisodeSpec], backend: str, pool: SandboxPool | None
+) -> Run:
+    policy = load_policy(bundle)
+    policy_time = [0.0]
+
+    def timed(env: ClusterEnv, task: Any, rng: random.Random) -> Any:
+        t = time.perf_counter()
+        action = policy(env, task, rng)
+        policy_time[0] += time.perf_counter() - t
+        return action
+
+    expected: list[str] = []
+    inproc = [0.0]
+    rtts: list[float] = []
+
+    def in_process(session: SandboxSession, jobs: list[EpisodeJob]) -> None:
+        # Between the open and the episodes, so that both see the same machine state (and the same jobs).
+        for job in jobs:
+            seed_globals(job.policy_seed)
+            t = time.perf_counter()
+            rng = random.Random(job.policy_seed)
+            result = run_episode(ClusterEnv(scenario), timed, job.episode.workload_rng(), rng)
+            inproc[0] += time.perf_counter() - t
+            expected.append(result.trace_hash)
+        rtts.extend(session.ping(500))
+
+    cold = evaluate(bundle, scenario, episodes, backend, None, in_process)
+    raw = raw_round_trip()
+    warm = None
+    if pool is not None:
+        if not pool.wait_ready(120):
+            sys.exit("the warm pool did not fill")
+        warm = evaluate(bundle, scenario, episodes, backend, pool)
+        pool.drain()  # the used container's removal, untimed: the next run starts from a quiet, full pool
+        pool.wait_ready(120)
+    for whole in (cold, warm):
+        if whole is None:
+            continue
+        for outcome, trace in zip(whole.outcomes, expected, strict=True):
+            if outcome.status != "ok" or outcome.trace_hash != trace:
+                sys.exit(f"{bundle.name}: sandbox and in-process disagree: {outcome}")
+    decisions = sum(o.n_actions for o in cold.outcomes)
+    return Run(inproc[0], policy_time[0], statistics.median(rtts), raw, cold, warm, decisions)
 
 
 def main() -> None:
@@ -132,32 +218,74 @@ def main() -> None:
     args = parser.parse_args()
     scenario = Scenario(n_tasks=args.tasks)
     episodes = [EpisodeSpec(f"bench-{i}", seed=i) for i in range(args.episodes)]
+    pool = SandboxPool(size=1) if args.backend == "docker" else None
     print(f"{args.episodes} episodes x {args.tasks} tasks, {args.backend} sandbox, medians of {args.runs} runs")
+    results: dict[str, list[Run]] = {}
+    try:
+        for name in ("greedy", "torch_mlp"):
+            results[name] = [measure(POLICIES / name, scenario, episodes, args.backend, pool) for _ in range(args.runs)]
+    finally:
+        if pool is not None:
+            pool.close()
+
+    def med(runs: list[Run], f: Callable[[Run], float]) -> float:
+        values = [f(r) for r in runs]
+        return NAN if any(math.isnan(v) for v in values) else statistics.median(values)
+
+    print("\nper decision (cold sandbox's episodes vs in-process; us)")
     header = (
-        f"{'policy':<10} {'in-proc s':>9} {'sandbox s':>9} {'eps/in':>6} {'whole s':>8} {'whole/in':>8} "
-        f"{'start s':>7} {'import s':>8} {'close s':>7} {'raw us':>6} {'rtt us':>6} {'ovh us':>6} {'ovh/rtt':>7}"
+        f"{'policy':<10} {'in-proc s':>9} {'sandbox s':>9} {'eps/in':>6} {'raw':>6} {'rtt':>6} {'ovh':>6} "
+        f"{'ovh/rtt':>7} {'pol in':>6} {'pol sb':>6} {'sb/in':>5} {'repl':>5} {'ep ms':>5} {'ep/dec':>6}"
     )
     print(header)
     print("-" * len(header))
-    for name in ("greedy", "torch_mlp"):
-        runs = [measure(POLICIES / name, scenario, episodes, args.backend) for _ in range(args.runs)]
-
-        def med(f: Callable[[Run], float], runs: list[Run] = runs) -> float:
-            return statistics.median(f(r) for r in runs)
-
-        inproc, sandboxed = med(lambda r: r.inproc_seconds), med(lambda r: r.sandbox_seconds)
-        whole, rtt = med(lambda r: r.whole_sandbox), med(lambda r: r.rtt_seconds)
-        overhead = med(lambda r: r.overhead_per_decision)
+    for name, runs in results.items():
+        inproc = med(runs, lambda r: r.inproc_seconds)
+        sandboxed = med(runs, lambda r: r.cold.episodes_seconds)
+        rtt, overhead = med(runs, lambda r: r.rtt_seconds), med(runs, lambda r: r.overhead_per_decision)
+        pol_in = med(runs, lambda r: r.inproc_policy_seconds / r.decisions)
+        pol_sb = med(runs, lambda r: r.sandbox_per_decision("policy_seconds"))
         print(
-            f"{name:<10} {inproc:>9.3f} {sandboxed:>9.3f} {sandboxed / inproc:>6.2f} {whole:>8.3f} "
-            f"{whole / inproc:>8.2f} {med(lambda r: r.container_start_seconds):>7.3f} "
-            f"{med(lambda r: r.import_seconds):>8.3f} {med(lambda r: r.close_seconds):>7.3f} "
-            f"{med(lambda r: r.raw_rtt_seconds) * 1e6:>6.1f} {rtt * 1e6:>6.1f} {overhead * 1e6:>6.1f} "
-            f"{overhead / rtt:>7.2f}"
+            f"{name:<10} {inproc:>9.3f} {sandboxed:>9.3f} {sandboxed / inproc:>6.2f} "
+            f"{med(runs, lambda r: r.raw_rtt_seconds) * 1e6:>6.1f} {rtt * 1e6:>6.1f} {overhead * 1e6:>6.1f} "
+            f"{overhead / rtt:>7.2f} {pol_in * 1e6:>6.1f} {pol_sb * 1e6:>6.1f} {pol_sb / pol_in:>5.2f} "
+            f"{med(runs, lambda r: r.sandbox_per_decision('replica_seconds')) * 1e6:>5.1f} "
+            f"{med(runs, lambda r: r.episode_fixed_seconds) * 1e3:>5.1f} "
+            f"{med(runs, lambda r: r.episode_fixed_seconds * len(r.cold.outcomes) / r.decisions) * 1e6:>6.1f}"
         )
-    print("in-proc / sandbox: the episodes only (eps/in their ratio); whole: sandbox open (container start + import)")
-    print("+ episodes + close; raw: 1-byte Unix socket echo between two host processes; rtt: one framed ping")
-    print("through the sandbox's channel; ovh: per-decision overhead of the sandbox over in-process. Medians.")
+    print("raw: 1-byte Unix socket echo between two host processes; rtt: one framed ping through the sandbox's")
+    print("channel; ovh: per-decision overhead of the sandbox over in-process; pol in / pol sb: the policy's own")
+    print("call, timed in-process and (by the harness) inside the sandbox, sb/in their ratio; repl: the sandbox's")
+    print("replica update; ep ms: per episode, the sandbox's start (fork, connect) and end (exit) of the episode")
+    print("process, and ep/dec that spread over its decisions. The overhead includes pol sb - pol in and ep/dec.")
+
+    for label, pick in (("cold: a fresh container", "cold"), ("warm: claimed from a filled pool", "warm")):
+        if any(getattr(r, pick) is None for runs in results.values() for r in runs):
+            continue
+        print(f"\nwhole {args.episodes}-episode evaluation, {label} (s)")
+        header = (
+            f"{'policy':<10} {'in-proc':>7} {'start':>7} {'import':>7} {'episodes':>8} {'close':>7} "
+            f"{'whole':>7} {'whole/in':>8}"
+        )
+        print(header)
+        print("-" * len(header))
+        for name, runs in results.items():
+            inproc = med(runs, lambda r: r.inproc_seconds)
+            wholes: list[Whole] = [getattr(r, pick) for r in runs]
+
+            def wmed(f: Callable[[Whole], float], wholes: list[Whole] = wholes) -> float:
+                return statistics.median(f(w) for w in wholes)
+
+            whole = wmed(lambda w: w.total)
+            print(
+                f"{name:<10} {inproc:>7.3f} {wmed(lambda w: w.start_seconds):>7.3f} "
+                f"{wmed(lambda w: w.import_seconds):>7.3f} {wmed(lambda w: w.episodes_seconds):>8.3f} "
+                f"{wmed(lambda w: w.close_seconds):>7.3f} {whole:>7.3f} {whole / inproc:>8.2f}"
+            )
+    print("\nwhole: open (cold: container start + import; warm: claim from the pool + import) + episodes + close.")
+    print("cold close removes the container before it returns; warm close hands it to the pool's background")
+    print("removal, and the pool starts the next container in the background during the timed evaluation (its")
+    print("CPU is shared with it, its wall time is not counted). start for warm: the claim's liveness checks.")
 
 
 if __name__ == "__main__":

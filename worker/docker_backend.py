@@ -5,6 +5,9 @@ default seccomp profile, a pids limit, memory = memory+swap (no swap), a CPU quo
 tmpfs and no logging driver. From the host it sees only the bundle (read-only) and the directory holding the
 channel's Unix socket. Its environment holds no secrets, only settings that make runs reproducible.
 
+A worker may start containers ahead of their evaluation (``sandbox_pool``: same lockdown, the bundle copied into
+the mounted directory when one is claimed); each container still serves exactly one evaluation.
+
 Every container carries labels naming the worker that started it; ``sweep_orphans`` (run once per worker process,
 on the first sandbox) removes the containers of workers that are gone, so a killed worker leaks nothing for long.
 The harness also exits by itself when the worker's end of the channel closes.
@@ -22,10 +25,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import docker
+import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import LogConfig, Mount
 
 from layersched.worker.limits import SandboxLimits
+from layersched.worker.runner import BackendUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -122,10 +127,12 @@ class DockerBackend:
             self._error = RuntimeError(
                 f"sandbox image {self.image!r} not found; build it with worker/sandbox/build_image.sh"
             )
-        except DockerException as exc:
+        except (DockerException, requests.RequestException) as exc:  # the transport's errors are not wrapped
             self._error = RuntimeError(f"Docker engine unavailable: {exc}")
 
-    def start(self, run_dir: Path, bundle_dir: Path) -> None:
+    def start(self, run_dir: Path, bundle_dir: Path, *, await_load: bool = False) -> None:
+        """Start the container. ``await_load``: for a warm pool, ``bundle_dir`` is still empty and the harness waits
+        for a ``load`` frame (sent once the bundle has been copied in) before it imports anything of a participant."""
         from layersched.worker.runner import CHANNEL_DIR, SOCKET_NAME
 
         if self._error is not None:
@@ -144,6 +151,7 @@ class DockerBackend:
                 "--output-bytes",
                 str(lim.output_bytes),
                 "--reap-all",  # the container is its own PID namespace (docker-init is PID 1)
+                *(["--await-load"] if await_load else []),
             ],
             detach=True,
             init=True,  # docker-init as PID 1 reaps whatever the policy leaves behind
@@ -177,12 +185,24 @@ class DockerBackend:
         )
 
     def _state(self) -> dict[str, Any]:
+        """The container's ``State`` from the engine; {} if the container is gone.
+
+        Raises ``BackendUnavailable`` when the engine itself does not answer (down, restarting, failing): then
+        nothing is known about the container, and what happened to it must not be charged to the policy.
+        """
         if self.container is None:
             return {}
         try:
             self.container.reload()
-        except (NotFound, APIError):
+        except NotFound:
             return {}
+        except APIError as exc:
+            if exc.is_server_error():  # 5xx: the engine failed, not the request
+                raise BackendUnavailable(f"the Docker engine failed to report on the sandbox: {exc}") from exc
+            return {}
+        except (DockerException, requests.RequestException) as exc:
+            # docker-py lets the transport's errors through (connection refused, socket missing, read timeout).
+            raise BackendUnavailable(f"the Docker engine is unreachable: {exc}") from exc
         return dict(self.container.attrs.get("State", {}))
 
     def alive(self) -> bool:
@@ -206,11 +226,17 @@ class DockerBackend:
                             return int(value)
             except (OSError, ValueError):
                 continue
-        state = self._state()
+        try:
+            state = self._state()
+        except BackendUnavailable:
+            return None  # unknown: the caller then asks alive(), which says the engine is away
         return 1 if state.get("OOMKilled") else None
 
     def describe_exit(self) -> str:
-        state = self._state()
+        try:
+            state = self._state()
+        except BackendUnavailable as exc:
+            return str(exc)
         if not state:
             return "container gone"
         if state.get("Status") == "running":
@@ -222,8 +248,20 @@ class DockerBackend:
             parts.append(str(state["Error"]))
         return ", ".join(parts)
 
+    def detach(self) -> Any:
+        """Hand the container over (to be removed elsewhere, e.g. in the background) and forget it; None if none."""
+        container, self.container = self.container, None
+        return container
+
     def close(self) -> None:
         if self.container is not None:
-            with contextlib.suppress(NotFound, APIError):
+            try:
                 self.container.remove(force=True)
+            except (NotFound, APIError):
+                pass
+            except (DockerException, requests.RequestException) as exc:
+                # The engine is away: closing must not raise over the reason the sandbox is being closed. An engine
+                # that comes back stops the container (no live-restore); the next worker's sweep removes it.
+                # str(exc): a log record keeping the exception would keep docker-py's unclosed socket alive with it.
+                log.warning("could not remove sandbox container %s: %s", self.container.id[:12], str(exc))
             self.container = None

@@ -11,7 +11,11 @@ torch, as ``python3 -m layersched.worker.harness --socket PATH --bundle DIR``.
   (node parameters, catalog), the tasks seen so far and the current one; never future tasks, the workload seed or
   its key. The policy may do anything to its replica; the score is computed on the trusted side.
 * The parent captures the child's stdout/stderr (bounded, the rest counted), kills it on request (timeouts are the
-  trusted side's decision) and reports how it ended in an ``exited`` frame.
+  trusted side's decision) and reports how it ended in an ``exited`` frame. When an episode ends normally the
+  child first reports where its time went (``timing``: the policy's calls, the replica, the channel), for
+  benchmarks only.
+* ``--await-load`` (warm pool, ``layersched.worker.sandbox_pool``): the container starts before its bundle exists;
+  after ``sim`` the harness waits, answering pings, until the worker has copied the bundle in and sends ``load``.
 
 Everything the harness says is untrusted: the policy runs in the same processes. The trusted side only relies on
 it for convenience (output capture, OOM hints) and validates every action itself.
@@ -335,6 +339,25 @@ class Harness:
             os.close(saved[1])
         return error
 
+    def await_load(self) -> bool:
+        """Warm pool: wait, idle, until the worker has copied a bundle in and says ``load`` (True), or lets this
+        never-used sandbox go (``shutdown`` or a closed channel: False). Pings are answered so that the worker can
+        tell a live harness from a dead or frozen one before it hands it an evaluation."""
+        while True:
+            try:
+                message = protocol.recv(self.ctl, max_size=protocol.MAX_FRAME_TO_SANDBOX)
+            except protocol.ChannelClosed:
+                return False
+            kind = message["type"]
+            if kind == "load":
+                return True
+            if kind == "ping":
+                self.send({"type": "pong"})
+            elif kind == "shutdown":
+                return False
+            else:
+                raise protocol.ProtocolError(f"unexpected {kind!r} frame while waiting for a bundle")
+
     def serve(self) -> None:
         while True:
             try:
@@ -401,8 +424,9 @@ class Harness:
                 os.kill(-1, signal.SIGKILL)
         self._drain(captures, open_fds)
         # Files an episode created are removed; if it changed what the import left, only a new sandbox (a fresh
-        # import) restores it: the runner replaces this one before the next episode.
-        scratch_dirty = self.reap_all and restore_scratch(SCRATCH_DIRS, self.scratch)
+        # import) restores it: the runner replaces this one before the next episode. The same for memory that
+        # every episode process inherits shared (not copied on write) from this one: a channel between episodes.
+        scratch_dirty = (self.reap_all and restore_scratch(SCRATCH_DIRS, self.scratch)) or holds_shared_memory()
         oom_after = oom_kills()
         out, err = captures[out_r], captures[err_r]
         if shutdown:
@@ -501,9 +525,27 @@ def episode_process(socket_path: str, policy: Policy, env: ClusterEnv, message: 
     send({"type": "hello", "episode_id": message["episode_id"]})
     reader = protocol.FrameReader(conn, max_size=protocol.MAX_FRAME_TO_SANDBOX)
     step = 0
+    # Where this process's time goes (perf_counter sums), reported at the end for benchmarks: the policy's own
+    # compute here can then be compared with the same policy's in-process compute.
+    clock = time.perf_counter
+    policy_s = replica_s = wait_s = send_s = 0.0
     while True:
+        t0 = clock()
         frame = reader.recv()
+        t1 = clock()
+        wait_s += t1 - t0
         if frame["type"] == "end":
+            with contextlib.suppress(OSError):  # the trusted side may have stopped listening (an aborted episode)
+                send(
+                    {
+                        "type": "timing",
+                        "decisions": step,
+                        "policy_seconds": policy_s,
+                        "replica_seconds": replica_s,
+                        "wait_seconds": wait_s,
+                        "send_seconds": send_s,
+                    }
+                )
             return EXIT_OK
         if frame["type"] != "task" or frame.get("step") != step:
             return EXIT_PROTOCOL
@@ -512,7 +554,9 @@ def episode_process(socket_path: str, policy: Policy, env: ClusterEnv, message: 
         env.tasks.append(task)
         env.k = step
         try:
+            t0 = clock()
             value = policy(env, task, rng)
+            policy_s += clock() - t0
             reply = action_message(step, value)
         except MemoryError:
             send({"type": "error", "step": step, "kind": "memory", "traceback": traceback.format_exc()[-20000:]})
@@ -520,12 +564,16 @@ def episode_process(socket_path: str, policy: Policy, env: ClusterEnv, message: 
         except BaseException:  # the sandbox boundary: report whatever the policy raised, SystemExit included
             send({"type": "error", "step": step, "kind": "exception", "traceback": traceback.format_exc()[-20000:]})
             return EXIT_POLICY_RAISED
+        t0 = clock()
         if reply["type"] == "action":
             conn.sendall(protocol.encode_action(step, reply["action"]))
         else:
             send(reply)
+        t1 = clock()
+        send_s += t1 - t0
         if reply["type"] == "action" and 0 <= reply["action"] < env.n_nodes:
             # After replying, so the replica's update overlaps with the trusted side's own step.
+            t0 = t1
             try:
                 ClusterEnv.place(env, task, reply["action"])
             except BaseException:  # the policy broke its replica; it finds out at the next step
@@ -534,10 +582,22 @@ def episode_process(socket_path: str, policy: Policy, env: ClusterEnv, message: 
                 )
                 return EXIT_POLICY_RAISED
             env.k = step + 1
+            replica_s += clock() - t0
         step += 1
 
 
 # ---------------------------------------------------------------------------------------------- entry point
+
+
+def holds_shared_memory() -> bool:
+    """Whether this process maps writable shared memory (``mmap.mmap(-1, n)``, ``multiprocessing`` values): unlike
+    the rest of its memory, forked episode processes would all write to the same pages. numpy and torch map none."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=2)
+            if len(fields) > 1 and fields[1][1] == "w" and fields[1][3] == "s":
+                return True
+    return False
 
 
 def scratch_snapshot(roots: tuple[str, ...]) -> dict[str, tuple[int, int, int, int]]:
@@ -575,6 +635,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="after each episode kill every other process but PID 1; ONLY in a PID namespace of its own (container)",
     )
+    parser.add_argument(
+        "--await-load",
+        action="store_true",
+        help="warm pool: start before the bundle exists and import it only on a 'load' frame",
+    )
     args = parser.parse_args(argv)
     harness = Harness(args.socket, args.bundle, args.output_bytes, reap_all=args.reap_all)
     # Before the policy's code runs: what this frame says cannot have been tampered with.
@@ -583,6 +648,8 @@ def main(argv: list[str] | None = None) -> int:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.close(devnull)
+    if args.await_load and not harness.await_load():
+        return 0
     if not harness.import_policy():
         return 0
     harness.serve()

@@ -13,9 +13,13 @@ the offending value. Scores come only from this side's simulator. The sandbox ne
 committed to the previous action; the next task is sent right after that check, so the sandbox's decision and the
 simulator's step run at the same time.
 
+A docker sandbox may come from a warm pool (``layersched.worker.sandbox_pool``): a container started before the
+evaluation, never used, into whose mounted bundle directory the bundle is copied; it too serves this session only.
+
 If the sandbox itself breaks (the harness dies or stops answering), the session replaces it before the next
-episode (``restarts`` counts how often). ``close()`` always removes it; the docker backend also sweeps containers
-left by dead workers, and run directories of dead workers are removed by the next session.
+episode (``restarts`` counts how often; a replacement is always a freshly started sandbox). ``close()`` always
+removes it (a pooled container in the pool's background thread); the docker backend also sweeps containers left by
+dead workers, and run directories of dead workers are removed by the next session.
 
 Statuses: ``ok``, ``invalid_action``, ``protocol_error``, ``timeout``, ``memory_exceeded``, ``crash``,
 ``import_error`` (participant's fault) and ``infrastructure_error`` (the service's fault: never counted against a
@@ -38,10 +42,11 @@ import signal
 import socket
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from layersched.sim.env import ClusterEnv
 from layersched.sim.episode import EpisodeMetrics, check_action, episode_metrics, trace_hash
@@ -53,6 +58,9 @@ from layersched.sim.workload import draw_episode
 from layersched.worker import protocol
 from layersched.worker.harness import nodes_to_wire, scenario_to_wire, sim_fingerprint
 from layersched.worker.limits import SandboxLimits
+
+if TYPE_CHECKING:
+    from layersched.worker.sandbox_pool import SandboxPool, WarmSandbox
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +96,14 @@ class BundleError(SandboxError):
     """A submission bundle breaks the bundle rules (layout, size, file count, links)."""
 
 
+class BackendUnavailable(Exception):
+    """The sandbox's supervisor (the Docker engine) cannot be asked: down, restarting or not answering.
+
+    Not a ``SandboxError``: nothing is wrong with the bundle. Whatever happened to the sandbox meanwhile is the
+    service's failure (``infrastructure_error``, retried), never the policy's crash.
+    """
+
+
 class HiddenEpisodeRefused(SandboxError):
     """A hidden (keyed) episode was sent to the process backend without the organiser's explicit permission."""
 
@@ -100,6 +116,28 @@ class EpisodeJob:
     scenario: Scenario
     episode: EpisodeSpec
     policy_seed: int
+
+
+@dataclass(frozen=True)
+class EpisodeTiming:
+    """Where an ``ok`` episode's wall time went, for benchmarks (never for scores).
+
+    Measured on the trusted side: ``setup_seconds``, from the start of the episode to sending its first task (the
+    sandbox forks the episode process, which connects); ``reply_wait_seconds``, from sending each task to having
+    the reply, summed; ``end_seconds``, from the last reply to the harness's report that the episode process has
+    exited (its exit included). The rest is the harness's own report (untrusted: the policy runs in its process)
+    of the episode process's time: in the policy's calls, updating the replica, waiting for (and reading) the next
+    task, and sending the reply.
+    """
+
+    decisions: int
+    setup_seconds: float
+    end_seconds: float
+    reply_wait_seconds: float
+    policy_seconds: float
+    replica_seconds: float
+    task_wait_seconds: float
+    send_seconds: float
 
 
 @dataclass(frozen=True)
@@ -117,6 +155,12 @@ class EpisodeOutcome:
     stderr: str = ""
     stdout_dropped: int = 0
     stderr_dropped: int = 0
+    timing: EpisodeTiming | None = None
+
+
+@runtime_checkable
+class _Detachable(Protocol):
+    def detach(self) -> Any: ...
 
 
 class Backend(Protocol):
@@ -130,7 +174,7 @@ class Backend(Protocol):
 
     def start(self, run_dir: Path, bundle_dir: Path) -> None: ...
 
-    def alive(self) -> bool: ...
+    def alive(self) -> bool: ...  # raises BackendUnavailable when the engine cannot be asked
 
     def oom_kills(self) -> int | None: ...
 
@@ -229,16 +273,33 @@ def _sweep_run_dirs() -> None:
 class SandboxSession:
     """One submission's sandbox. Use ``open_sandbox``; call ``run_episode`` per episode and ``close`` at the end."""
 
-    def __init__(self, bundle_dir: Path, backend: Backend, limits: SandboxLimits, allow_process_for_hidden: bool):
+    def __init__(
+        self,
+        bundle_dir: Path,
+        backend: Backend,
+        limits: SandboxLimits,
+        allow_process_for_hidden: bool,
+        *,
+        warm: WarmSandbox | None = None,
+    ):
+        """``warm``: a container claimed from a warm pool (``sandbox_pool``), started before this evaluation and
+        never used; the bundle is copied into its run directory and its harness told to import it. Otherwise (and
+        whenever the sandbox must be replaced) a fresh one is started for this session."""
         self.limits = limits
         self.allow_process_for_hidden = allow_process_for_hidden
         self.sim_version = SIM_VERSION
         self._backend = backend
         self._started = time.monotonic()
         self._submission_deadline = self._started + limits.submission_seconds
+        # A pooled container is removed in the pool's background thread: the evaluation need not wait for it.
+        self._remove_later: Callable[[Any], None] | None = None if warm is None else warm.remove_later
+        self.pooled = warm is not None
         _sweep_run_dirs()
-        self._run_dir = Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-"))
-        self._run_dir.chmod(0o711)  # the sandbox user may reach the socket by name but not list the directory
+        if warm is not None:
+            self._run_dir = warm.run_dir
+        else:
+            self._run_dir = Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-"))
+            self._run_dir.chmod(0o711)  # the sandbox user may reach the socket by name but not list the directory
         self._listener: socket.socket | None = None
         self._ctl: socket.socket | None = None
         self._envs: dict[str, ClusterEnv] = {}
@@ -249,13 +310,20 @@ class SandboxSession:
         self.restarts = 0
         self.startup = _Startup()
         self.container_start_seconds = float("nan")
+        if warm is not None:
+            self._listener, self._ctl = warm.listener, warm.ctl
         try:
             self.bundle_dir, self.bundle_sha256 = stage_bundle(bundle_dir, self._run_dir, limits)
         except BaseException:
+            if warm is not None:
+                self._teardown()  # the claimed container goes too: it is never handed to another evaluation
             shutil.rmtree(self._run_dir, ignore_errors=True)
             raise
         try:
-            self._start()
+            if warm is not None:
+                self._start_warm(warm)
+            else:
+                self._start()
         except BaseException:  # e.g. the socket cannot be bound: leave nothing behind
             self.close()
             raise
@@ -307,9 +375,33 @@ class SandboxSession:
                 f"{self._backend.name} sandbox did not connect within {deadline - t0:.1f} s "
                 f"({self._backend.describe_exit()})"
             )
-            self._backend.close()
+            self._close_backend()
             return
         self.container_start_seconds = time.monotonic() - t0
+        self._handshake(deadline)
+
+    def _start_warm(self, warm: WarmSandbox) -> None:
+        """Hand a pooled container this session's bundle (already in its run directory) and wait for ``ready``."""
+        self.startup = _Startup()
+        self._scenarios_sent.clear()
+        self._sim_fingerprint = warm.sim_fingerprint  # reported when it started, before any bundle existed
+        deadline = min(time.monotonic() + self.limits.startup_seconds, self._submission_deadline)
+        assert self._ctl is not None
+        try:
+            protocol.send(self._ctl, {"type": "load"})
+        except OSError as exc:
+            # It died after the pool checked it and before any of the participant's code ran: start a fresh one.
+            log.warning("pooled sandbox died before it was used (%s); starting a fresh one", exc)
+            self._teardown()
+            self._start()
+            return
+        # No container started for this session: what it waited for was the claim (the pool's liveness checks).
+        self.container_start_seconds = warm.claim_seconds
+        self._handshake(deadline)
+
+    def _handshake(self, deadline: float) -> None:
+        """Read the harness's ``sim`` (if not read yet) and its ``ready`` or ``import_error``."""
+        assert self._ctl is not None
         try:
             message = protocol.recv(self._ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=deadline)
             if message["type"] == "sim":  # written before the policy's code ran, so it is the image's own word
@@ -319,13 +411,15 @@ class SandboxSession:
         except protocol.ChannelTimeout:
             self.startup.status = "timeout"
             self.startup.message = f"policy import did not finish within {self.limits.startup_seconds:g} s"
-            self._backend.close()
+            self._close_backend()
             return
         except protocol.ProtocolError as exc:
             status, why = self._sandbox_died()
-            self.startup.status = "memory_exceeded" if status == "memory_exceeded" else "import_error"
+            if status not in ("memory_exceeded", "infrastructure_error"):
+                status = "import_error"
+            self.startup.status = status
             self.startup.message = f"sandbox ended during the policy import ({why}): {exc}"
-            self._backend.close()
+            self._close_backend()
             return
         kind = message["type"]
         self._set_output(message)
@@ -355,7 +449,7 @@ class SandboxSession:
                 return conn
             if ctl is not None and ctl in readable:
                 return None
-            if ctl is None and not self._backend.alive():
+            if ctl is None and not self._backend_alive():
                 return None
         return None
 
@@ -370,7 +464,15 @@ class SandboxSession:
                 with contextlib.suppress(OSError):
                     sock.close()
         self._ctl = self._listener = None
-        self._backend.close()
+        self._close_backend()
+
+    def _close_backend(self) -> None:
+        if self._remove_later is not None and isinstance(self._backend, _Detachable):
+            container = self._backend.detach()
+            if container is not None:
+                self._remove_later(container)
+        else:
+            self._backend.close()
 
     def close(self) -> None:
         """Stop and remove the sandbox and its run directory (idempotent)."""
@@ -502,13 +604,24 @@ class SandboxSession:
             texts.append((data[: self.limits.output_bytes].decode("utf-8", errors="replace"), dropped + extra))
         return texts[0][0], texts[1][0], texts[0][1], texts[1][1]
 
+    def _backend_alive(self) -> bool:
+        """Whether the sandbox still runs; an engine that cannot be asked counts as not (startup then says why)."""
+        try:
+            return self._backend.alive()
+        except BackendUnavailable:
+            return False
+
     def _sandbox_died(self) -> tuple[Status, str]:
         """Classify the end of the whole sandbox (control connection lost)."""
         kills = self._backend.oom_kills()
-        alive = self._backend.alive()
+        if kills:  # read on the host (the cgroup), so it holds even while the engine is away
+            return "memory_exceeded", f"out of memory ({self._backend.describe_exit()})"
+        try:
+            alive = self._backend.alive()
+        except BackendUnavailable as exc:
+            # The engine is down or restarting (it stops its containers when it comes back): the service's fault.
+            return "infrastructure_error", str(exc)
         why = self._backend.describe_exit()
-        if kills:
-            return "memory_exceeded", f"out of memory ({why})"
         return "crash", ("sandbox still running but closed its channel" if alive else why)
 
 
@@ -532,6 +645,7 @@ class _Episode:
         message: str,
         output: tuple[str, str, int, int] = ("", "", 0, 0),
         metrics: EpisodeMetrics | None = None,
+        timing: EpisodeTiming | None = None,
     ) -> EpisodeOutcome:
         out, err, out_dropped, err_dropped = output
         return EpisodeOutcome(
@@ -546,6 +660,7 @@ class _Episode:
             stderr=_storable(err),
             stdout_dropped=out_dropped,
             stderr_dropped=err_dropped,
+            timing=timing,
         )
 
     def play(self) -> EpisodeOutcome:
@@ -600,7 +715,9 @@ class _Episode:
             return self._abort("infrastructure_error", f"channel failed before step 0: {exc}")
 
         step = 0
+        reply_wait = 0.0
         sent_at = time.monotonic()
+        setup = sent_at - started
         with contextlib.suppress(OSError):  # if it is gone, the first read says how it ended
             self.conn.sendall(protocol.encode_task(0, task.arrival, task.image, task.cycles))
         while step < len(tasks):
@@ -610,6 +727,7 @@ class _Episode:
             decision_deadline = min(sent_at + limits.decision_seconds, episode_deadline)
             try:
                 reply = reader.recv(decision_deadline)
+                reply_wait += time.monotonic() - sent_at
             except protocol.ChannelTimeout:
                 if decision_deadline < episode_deadline:
                     msg = f"step {step}: no action within the per-decision deadline of {limits.decision_seconds:g} s"
@@ -640,11 +758,46 @@ class _Episode:
             env.step(action)
             step += 1
 
+        ended = time.monotonic()
         self._send_end()
+        report = self._timing(reader)
         exited = self._exit_report(kill_after=END_GRACE_SECONDS)
         output = self._exit_output(exited)
         metrics = episode_metrics(env, self.actions, tuple(env.completion))
-        return self.finish("ok", "", output, metrics)
+        timing = None
+        if report is not None:
+            timing = EpisodeTiming(
+                decisions=report["decisions"],
+                setup_seconds=setup,
+                end_seconds=time.monotonic() - ended,
+                reply_wait_seconds=reply_wait,
+                policy_seconds=float(report["policy_seconds"]),
+                replica_seconds=float(report["replica_seconds"]),
+                task_wait_seconds=float(report["wait_seconds"]),
+                send_seconds=float(report["send_seconds"]),
+            )
+        return self.finish("ok", "", output, metrics, timing)
+
+    def _timing(self, reader: protocol.FrameReader) -> dict[str, Any] | None:
+        """The harness's ``timing`` frame, sent when it gets ``end``; None if it does not come or is malformed
+        (it only feeds benchmarks, so a policy that spoils it harms nobody but its own figures)."""
+        number = (int, float)
+        try:
+            frame = reader.recv(time.monotonic() + END_GRACE_SECONDS)
+            protocol.expect(
+                frame,
+                "timing",
+                {
+                    "decisions": int,
+                    "policy_seconds": number,
+                    "replica_seconds": number,
+                    "wait_seconds": number,
+                    "send_seconds": number,
+                },
+            )
+        except (protocol.ProtocolError, OSError):
+            return None
+        return frame
 
     # ------------------------------------------------------------------ replies
 
@@ -801,6 +954,7 @@ def open_sandbox(
     limits: SandboxLimits | None = None,
     allow_process_for_hidden: bool = False,
     image: str | None = None,
+    pool: SandboxPool | None = None,
 ) -> SandboxSession:
     """Start a sandbox for one submission's bundle (a ``.py`` file or a directory with ``policy.py``).
 
@@ -808,12 +962,20 @@ def open_sandbox(
     ``backend="process"`` is a weaker development sandbox that logs a warning and refuses hidden episodes unless
     ``allow_process_for_hidden``. Raises ``BundleError`` for a bundle that breaks the rules; failures of the
     sandbox itself (import errors, the engine) are reported by every ``run_episode`` as that episode's status.
+
+    A docker sandbox is claimed from ``pool`` (default: the pool this process installed, if any) when it holds a
+    live, never-used container with the same image and container limits; otherwise a fresh one is started.
     """
     limits = limits if limits is not None else SandboxLimits()
     impl: Backend
     if backend == "docker":
+        from layersched.worker import sandbox_pool
         from layersched.worker.docker_backend import DockerBackend
 
+        pool = pool if pool is not None else sandbox_pool.installed()
+        warm = pool.claim(limits, image) if pool is not None else None
+        if warm is not None:
+            return SandboxSession(Path(bundle_dir), warm.backend, limits, allow_process_for_hidden, warm=warm)
         impl = DockerBackend(limits, image=image)
     elif backend == "process":
         from layersched.worker.process_backend import ProcessBackend

@@ -9,7 +9,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from celery.signals import worker_ready, worker_shutdown
+from celery.signals import worker_process_init, worker_process_shutdown, worker_ready, worker_shutdown
 
 from layersched.server.config import get_settings
 from layersched.server.db import make_engine, make_sessionmaker
@@ -41,6 +41,28 @@ def _on_ready(**_: Any) -> None:
 def _on_shutdown(**_: Any) -> None:
     if _reconciler is not None:
         _reconciler.stop()
+
+
+@worker_process_init.connect  # type: ignore[untyped-decorator]
+def _start_sandbox_pool(**_: Any) -> None:
+    """Each pool process (where evaluations run) keeps its own warm sandboxes; starting them is left to a
+    background thread, so this returns at once (Celery gives process init a few seconds)."""
+    settings = get_settings()
+    if settings.sandbox_pool_size == 0 or settings.sandbox_backend == "process":
+        return
+    from layersched.worker.pipeline import sandbox_limits
+    from layersched.worker.sandbox_pool import SandboxPool, install
+
+    install(SandboxPool(size=settings.sandbox_pool_size, limits=sandbox_limits(settings), image=settings.sandbox_image))
+
+
+@worker_process_shutdown.connect  # type: ignore[untyped-decorator]
+def _stop_sandbox_pool(**_: Any) -> None:
+    from layersched.worker.sandbox_pool import uninstall
+
+    pool = uninstall()
+    if pool is not None:
+        pool.close()
 
 
 def run_worker(argv: Sequence[str] = ()) -> None:

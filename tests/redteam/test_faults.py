@@ -7,16 +7,21 @@
    starts a private cluster (initdb as the ``postgres`` user, a free port) and restarts that one. The evaluation ends
    in a final state with a reason, counted once; the API answers again.
 
-3. The Docker engine dies (SIGKILL) under a running evaluation and is started again. The machine's engine is shared,
-   so the test starts a private ``dockerd`` (own socket, data and exec roots, no bridge) with the sandbox image loaded
-   into it, points the worker at it with ``DOCKER_HOST``, and kills and restarts that one. The evaluation must end
-   in a final state: succeeded after a retry, or failed as ``infrastructure_error`` without using the quota.
+3. The Docker engine goes away under a running evaluation. The machine's engine is shared, so the test starts a
+   private ``dockerd`` (own socket, data and exec roots, no bridge) with the sandbox image loaded into it, points the
+   worker at it with ``DOCKER_HOST``, and stops that one: a crash (SIGKILL) and a clean stop (SIGTERM, what
+   ``systemctl restart docker`` does), each restarted at once, end ``succeeded`` with exactly the scores and action
+   traces of an undisturbed run of the same bundle; an engine that stays down ends ``failed`` as ``infrastructure``,
+   blaming the engine, with the quota given back. No episode is ever charged to the policy, none is counted twice.
+   (Why a killed private engine did not come back before: see ``PrivateDockerd``.)
 
 (Worker SIGKILL and Redis restart are tests/pipeline/test_e2e.py's.)
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import shutil
 import signal
@@ -32,6 +37,7 @@ import psycopg
 import pytest
 
 from layersched.server import admin
+from tests.conftest import SANDBOX_DIR
 from tests.pipeline import stack as stack_module
 from tests.pipeline.stack import Stack, free_port, running_stack, wait_for
 
@@ -213,6 +219,7 @@ def pg_stack(
     tmp_path_factory: pytest.TempPathFactory,
     private_postgres: PrivatePostgres,
     monkeypatch: pytest.MonkeyPatch,
+    sandbox_image: str,  # the worker runs the Docker sandbox of the machine's engine
 ) -> Iterator[Stack]:
     """running_stack with its database in the private cluster."""
     name = "layersched_faults"
@@ -278,17 +285,59 @@ def test_postgres_restart_during_an_evaluation(pg_stack: Stack, private_postgres
 # ------------------------------------------------------------------------------------------- Docker engine restart
 
 
+PR_SET_CHILD_SUBREAPER = 36  # prctl(2)
+# Command names (/proc/PID/comm, cut at 15 characters) of the engine's helpers: containerd, its shims, runc.
+ENGINE_HELPERS = ("containerd", "runc", "docker-init")
+
+
+def _set_child_subreaper(on: bool) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl(PR_SET_CHILD_SUBREAPER, {int(on)}) failed")
+
+
+def _children() -> dict[int, tuple[str, str]]:
+    """This process's children: pid -> (command name, state letter)."""
+    me, found = os.getpid(), {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            comm = (entry / "comm").read_text().strip()
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == me:
+            found[int(entry.name)] = (comm, fields[0])
+    return found
+
+
 class PrivateDockerd:
-    """A second Docker engine this test starts, owns and may kill (the machine's engine is left alone)."""
+    """A second Docker engine this test starts, owns and may kill (the machine's engine is left alone).
+
+    Why a killed engine would not come back, and what this class does about it: dockerd runs its containerd in a
+    session of its own with a parent-death signal, so killing dockerd kills containerd, which becomes a zombie of its
+    new parent. A restarted dockerd reads the old containerd's pid file, finds the pid still there (a zombie answers
+    ``kill(pid, 0)``), takes containerd as "still running", waits for its socket and gives up ("timeout waiting for
+    containerd to start"). On this machine PID 1 reaps orphans only every second or two, so a restart a second after
+    the kill loses that race. The test process therefore makes itself a child subreaper while the engine exists:
+    containerd and the shims (which outlive their containerd) become its children, and it reaps them itself, waits
+    for the old containerd to be gone before a restart, and leaves no engine process behind.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.socket = root / "docker.sock"
         self.process: subprocess.Popen[bytes] | None = None
+        self.image = ""  # the sandbox image, by the tag the machine's engine gave it
 
     @property
     def host(self) -> str:
         return f"unix://{self.socket}"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "dockerd.log"
 
     def start(self) -> None:
         argv = [
@@ -303,91 +352,221 @@ class PrivateDockerd:
             str(self.root / "dockerd.pid"),
             "--bridge=none",
             "--iptables=false",
+            "--ip6tables=false",
             "--ip-masq=false",
         ]
-        with (self.root / "dockerd.log").open("ab") as log:
+        with self.log.open("ab") as log:
+            log.write(f"=== {time.strftime('%H:%M:%S')} start\n".encode())
             self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        wait_for(self.up, 60, "the private Docker engine")
+        started = time.monotonic()
+        wait_for(self._up_or_exited, 60, "the private Docker engine")
+        if not self.up():
+            raise AssertionError(f"the private dockerd exited with {self.process.returncode}:\n{self._log_tail()}")
+        print(f"private dockerd up in {time.monotonic() - started:.1f} s")
+
+    def _up_or_exited(self) -> bool:
+        assert self.process is not None
+        return self.process.poll() is not None or self.up()
+
+    def _log_tail(self) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-20:])
 
     def up(self) -> bool:
         env = {**os.environ, "DOCKER_HOST": self.host}
         return subprocess.run(["docker", "info"], env=env, capture_output=True, check=False).returncode == 0
 
-    def kill(self, sig: int = signal.SIGKILL) -> None:
+    def stop(self, sig: int) -> None:
+        """SIGKILL: the engine crashes (its containerd dies with it, the shims and containers live on). SIGTERM: a
+        clean stop, as ``systemctl restart docker`` does (dockerd stops its containers and its containerd)."""
         assert self.process is not None
-        # The engine's whole process group (dockerd and its containerd), as when the service crashes or its unit is
-        # restarted: a containerd left behind holds the exec root and the new engine never comes up.
-        os.killpg(self.process.pid, sig)
-        self.process.wait(timeout=60)
+        containerd = self._containerd_pid()
+        os.killpg(self.process.pid, sig)  # dockerd's group; containerd has its own session
+        self.process.wait(timeout=90)
         self.process = None
+        if containerd is not None:
+            self._wait_gone(containerd)
+
+    def _containerd_pid(self) -> int | None:
+        try:
+            return int((self.root / "exec" / "containerd" / "containerd.pid").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def _wait_gone(self, pid: int) -> None:
+        """Until ``pid`` is gone for good (reaped, not a zombie): after 10 s it is killed."""
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{pid}").exists():
+            self.reap()
+            if time.monotonic() > deadline:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                deadline = time.monotonic() + 10
+            time.sleep(0.05)
+
+    def helpers(self) -> dict[int, tuple[str, str]]:
+        """The engine's processes this test process adopted (containerd, shims), alive or zombie."""
+        return {pid: c for pid, c in _children().items() if c[0].startswith(ENGINE_HELPERS)}
+
+    def reap(self) -> None:
+        for pid, (_, state) in self.helpers().items():
+            if state == "Z":
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+
+    def reap_all(self, timeout: float) -> None:
+        """Wait for the adopted helpers to end (shims end once their containers are stopped); kill the rest."""
+        deadline = time.monotonic() + timeout
+        while self.helpers() and time.monotonic() < deadline:
+            self.reap()
+            time.sleep(0.1)
+        for pid in self.helpers():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        while self.helpers():
+            self.reap()
+            time.sleep(0.05)
 
     def load_image(self, image: str) -> None:
         env = {**os.environ, "DOCKER_HOST": self.host}
         with subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE) as save:
             subprocess.run(["docker", "load"], stdin=save.stdout, env=env, check=True, capture_output=True, timeout=600)
         assert save.returncode == 0
+        self.image = image
 
 
 @pytest.fixture(scope="module")
-def private_dockerd() -> Iterator[PrivateDockerd]:
-    if shutil.which("dockerd") is None and not Path("/usr/sbin/dockerd").exists():
-        pytest.skip("no dockerd")
+def private_dockerd(sandbox_image: str) -> Iterator[PrivateDockerd]:
+    if not Path("/usr/sbin/dockerd").exists():
+        pytest.skip("no /usr/sbin/dockerd")
     root = Path(tempfile.mkdtemp(prefix="layersched-faults-dockerd-"))
     engine = PrivateDockerd(root)
+    _set_child_subreaper(True)
     try:
         engine.start()
-        engine.load_image("layersched-sandbox:latest")  # about 25 s
+        engine.load_image(sandbox_image)  # about 25 s
         yield engine
     finally:
         if engine.process is not None:
-            engine.kill(signal.SIGTERM)  # a clean stop also stops its containerd and unmounts its layers
-        subprocess.run(["umount", "-R", "-l", str(root / "exec")], check=False, capture_output=True)
-        subprocess.run(["umount", "-R", "-l", str(root / "data")], check=False, capture_output=True)
+            engine.stop(signal.SIGTERM)  # stops its containers and its containerd
+        engine.reap_all(timeout=30)
+        _set_child_subreaper(False)
+        for sub in ("exec", "data"):  # dockerd bind-mounts its roots; a crashed one leaves layers and netns
+            subprocess.run(["umount", "-R", "-l", str(root / sub)], check=False, capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.mark.skip(
-    reason="known gap in this test's harness: a private dockerd restarted after SIGKILL does not answer within 60 s "
-    "on this machine (its old exec root stays busy). What it would prove, that a sandbox killed under an episode is "
-    "replayed and not blamed on the policy, is proven by "
-    "tests/worker/test_sandbox_docker.py::test_sandbox_killed_from_outside_is_not_the_policys_crash"
+@pytest.fixture
+def engine(private_dockerd: PrivateDockerd) -> PrivateDockerd:
+    """The private engine holding the sandbox image of the code on disk now.
+
+    The session's ``sandbox_image`` is built once, but the worker started by each test imports the simulator as it
+    is then: if someone changed its inputs meanwhile, the build script (a second when nothing changed) rebuilds it.
+    """
+    built = subprocess.run(
+        [str(SANDBOX_DIR / "build_image.sh")], check=True, capture_output=True, text=True, timeout=900
+    )
+    image = built.stdout.strip().splitlines()[-1]
+    if image != private_dockerd.image:
+        private_dockerd.load_image(image)
+    return private_dockerd
+
+
+def _evaluation_detail(stack: Stack, organiser: str, evaluation_id: int) -> dict[str, Any]:
+    response = httpx.get(
+        f"{stack.api_url}/api/v1/admin/evaluations/{evaluation_id}",
+        headers={"Authorization": f"Bearer {organiser}"},
+        timeout=10,
+    )
+    response.raise_for_status()
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def _episodes(detail: dict[str, Any]) -> list[tuple[Any, ...]]:
+    fields = ("scenario", "episode_id", "status", "trace_hash", "n_actions", "mean_completion")
+    return sorted(tuple(e[f] for f in fields) for e in detail["episodes"])
+
+
+@pytest.mark.parametrize(
+    ("sig", "restart"),
+    [(signal.SIGKILL, True), (signal.SIGTERM, True), (signal.SIGTERM, False)],
+    ids=["crash-and-restart", "clean-restart", "stays-down"],
 )
 def test_docker_engine_restart_during_an_evaluation(
-    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, private_dockerd: PrivateDockerd
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    engine: PrivateDockerd,
+    sig: int,
+    restart: bool,
 ) -> None:
+    """The engine goes away under a running evaluation: never the policy's fault, nothing lost or counted twice.
+
+    crash-and-restart: dockerd is SIGKILLed and restarted at once. Its containers outlive it, and the restarted
+    engine stops them (no live-restore), so the sandbox dies mid-episode. clean-restart: SIGTERM, as ``systemctl
+    restart docker`` does; the engine stops the sandbox as it goes. In both the evaluation must succeed (the episode
+    is replayed, or the evaluation retried as the service's failure) with exactly the scores and action traces of an
+    undisturbed run of the same bundle. stays-down: the engine stops and is not back before the retries run out:
+    the evaluation fails as ``infrastructure``, blaming the engine, and the quota is given back.
+    """
+    attempts = "6" if restart else "2"  # retries back off 1, 2, 4, 8, 16 s: room for the engine to come back
     with running_stack(
-        tmp_path, tmp_path_factory.getbasetemp() / "fault-baselines", DOCKER_HOST=private_dockerd.host
+        tmp_path,
+        tmp_path_factory.getbasetemp() / "fault-baselines",
+        DOCKER_HOST=engine.host,
+        LAYERSCHED_SANDBOX_IMAGE=engine.image,
+        LAYERSCHED_MAX_ATTEMPTS=attempts,
     ) as stack:
         stack.start_worker()
         token = _participant(stack, "dora")
+        organiser = admin.add_user(
+            name="olga", email="olga@example.org", role="organiser", settings=stack.settings
+        ).token
         submission_id = stack.upload(token, SLOW_GREEDY, "slow greedy")
         wait_for(lambda: stack.submission(token, submission_id)["progress"]["done"] >= 1, 180, "the first episode")
         running = stack.submission(token, submission_id)
         assert running["state"] == "running" and running["progress"]["done"] < running["progress"]["total"]
 
-        # The engine crashes under the running sandbox and is back a second later: at start it stops the containers
-        # its previous run left (no live-restore), so the sandbox dies mid-episode (a longer outage lets the
-        # evaluation finish first and proves nothing).
-        private_dockerd.kill(signal.SIGKILL)
-        time.sleep(1)
-        private_dockerd.start()
-
+        engine.stop(sig)
+        if restart:
+            engine.start()
         done = wait_for(lambda: _final(stack, token, submission_id), 600, "the evaluation to end")
+        if not restart:
+            engine.start()  # for the next submission, and the next test
         evaluation = done["evaluations"][0]
         used = _me(stack, token)["submissions_today"]
+        worker_log = stack.log("worker")
         print(
-            f"after the Docker engine restart: {done['state']}, error {done['error']}, "
-            f"attempts {evaluation['attempts']}, submissions_today {used}"
+            f"after the Docker engine {signal.Signals(sig).name} (restarted: {restart}): {done['state']}, "
+            f"error {done['error']}, attempts {evaluation['attempts']}, submissions_today {used}, "
+            f"replayed in the session: {'replaying it in a new sandbox' in worker_log}"
         )
-        assert len(done["evaluations"]) == 1
-        # The worker and the engine are healthy again: the next submission is evaluated normally.
-        second = stack.upload(token, GREEDY, "after the restart")
+        # The fault hit the evaluation: it was retried, or an episode replayed in a new sandbox.
+        assert evaluation["attempts"] > 1 or "replaying it in a new sandbox" in worker_log, worker_log[-3000:]
+        assert len(done["evaluations"]) == 1 and evaluation["state"] == done["state"]
+        detail = _evaluation_detail(stack, organiser, evaluation["id"])
+        keys = [(e["scenario"], e["episode_id"]) for e in detail["episodes"]]
+        assert len(keys) == len(set(keys)) <= 6  # counted once
+        assert all(e["status"] == "ok" for e in detail["episodes"]), detail["episodes"]  # none charged to the policy
+
+        # The worker and the engine are healthy again: the same bundle, undisturbed, is the reference.
+        second = stack.upload(token, SLOW_GREEDY, "after the restart")
         after = wait_for(lambda: _final(stack, token, second), 300, "the next evaluation")
         assert after["state"] == "succeeded", after["error"]
-        if done["state"] != "succeeded":
-            # The engine's failure is the service's fault: a clear reason, and the submission is given back.
-            assert done["error"]["message"]
-            assert done["error"]["category"] == "infrastructure_error", done["error"]
-            assert used == 1  # the second submission only
-        else:
+        reference = _evaluation_detail(stack, organiser, after["evaluations"][0]["id"])
+        if restart:
+            assert done["state"] == "succeeded", done["error"]
             assert done["progress"] == {"done": 6, "total": 6}
+            assert _episodes(detail) == _episodes(reference)
+            assert (detail["score_public"], detail["score_private"]) == (
+                reference["score_public"],
+                reference["score_private"],
+            )
+            assert used == 1  # counted once (the reference is uploaded after this was read)
+        else:
+            # The engine's failure is the service's: a reason that names it, and the submission is given back.
+            assert done["state"] == "failed"
+            assert done["error"]["category"] == "infrastructure", done["error"]
+            assert "Docker engine" in done["error"]["message"], done["error"]
+            assert detail["infrastructure_failure"] is True
+            assert used == 0  # given back
+        stack.stop("worker", signal.SIGTERM)

@@ -160,11 +160,12 @@ def test_sweep_runs_once_per_worker(client, monkeypatch):
 
 @pytest.mark.parametrize(
     ("policy", "restarts"),
-    [("scratch_counter", 0), ("scratch_modify", 2)],
-    ids=["new-files-removed", "changed-import-state-means-new-sandbox"],
+    [("scratch_counter", 0), ("scratch_modify", 2), ("shared_memory_counter", 2)],
+    ids=["new-files-removed", "changed-import-state-means-new-sandbox", "shared-memory-means-new-sandbox"],
 )
 def test_episodes_cannot_pass_state_through_scratch_space(policy: str, restarts: int) -> None:
-    """The same episode three times in one sandbox gives the same actions: /tmp is restored between episodes."""
+    """The same episode three times in one sandbox gives the same actions: /tmp is restored between episodes, and
+    an import that left what episodes could share (a changed /tmp, a writable shared mapping) means a new sandbox."""
     with open_sandbox(POLICIES / policy, backend="docker") as session:
         job = make_job(session, "lab", LAB, EPISODES[0])
         outcomes = [session.run_episode(job) for _ in range(3)]

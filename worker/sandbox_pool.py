@@ -1,0 +1,349 @@
+"""A warm pool of docker sandboxes: containers started before they are needed, each used for exactly one evaluation.
+
+Starting a container (about 0.3-0.4 s here) costs more than a whole in-process Greedy evaluation. A worker with a
+pool keeps ``size`` containers started ahead, in the background::
+
+    pool = SandboxPool(size=1, limits=limits, image=image)
+    install(pool)                         # open_sandbox(..., backend="docker") now claims from it
+    ...
+    uninstall().close()                   # at shutdown: idle containers removed, background removals finished
+
+A pooled container is started exactly like any other (``DockerBackend.start``: same lockdown, same two read-only
+mounts, same environment), except that its bundle directory, a directory of its own on the host, is still empty:
+the harness connects, reports its simulator (``sim``) and waits. ``claim`` checks that the harness answers a ping
+and that the image tag still names the image it was started from, and hands it over; the session copies the
+bundle into that directory (visible read-only inside) and sends ``load``, and the harness imports it as after a
+cold start. The claimed container leaves the pool for good: the session removes it at the end (here, in the
+background) and the pool starts another one.
+
+What issue #3 point 8 asks of a sandbox still holds: a container serves at most one evaluation (it is taken out of
+the pool under a lock and never put back; a session that must replace it starts a fresh one); before the claim it
+ran only the harness, no participant's code; it sees only its bundle and channel directories; its environment is
+the same, without secrets. A killed worker's pool containers carry the usual labels and are swept when a worker
+starts, and pool directories are run directories, swept like every other.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import contextlib
+import logging
+import math
+import os
+import queue
+import select
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+from docker.errors import APIError, DockerException, NotFound
+
+from layersched.worker import protocol
+from layersched.worker.docker_backend import DEFAULT_IMAGE, DockerBackend
+from layersched.worker.limits import SandboxLimits
+from layersched.worker.runner import CHANNEL_DIR, RUN_DIR_PREFIX, SOCKET_NAME
+
+log = logging.getLogger(__name__)
+
+BUNDLE_DIR = "bundle"
+# How long a pooled harness gets to answer the claim's ping; a live one answers in well under a millisecond.
+PING_SECONDS = 2.0
+# Between failed starts (engine down, image missing) the pool waits longer and longer, up to this.
+MAX_BACKOFF_SECONDS = 30.0
+
+
+def _container_config(limits: SandboxLimits) -> tuple[Any, ...]:
+    """The limits fixed when a container starts; the others (deadlines, budgets) are the session's."""
+    return limits.memory_bytes, limits.pids, limits.cpus, limits.tmp_bytes, limits.output_bytes
+
+
+@dataclass
+class WarmSandbox:
+    """A started, never-used container waiting for its bundle, with its run directory and channel."""
+
+    run_dir: Path
+    listener: socket.socket
+    ctl: socket.socket
+    backend: DockerBackend
+    sim_fingerprint: str | None
+    start_seconds: float
+    remove_later: Callable[[Any], None] = field(repr=False)
+    claim_seconds: float = math.nan
+
+    def discard(self) -> None:
+        """Let it go unused: tell the harness to exit, close the channel, remove the container and the directory."""
+        with contextlib.suppress(OSError, protocol.ProtocolError):
+            protocol.send(self.ctl, {"type": "shutdown"})
+        for sock in (self.ctl, self.listener):
+            with contextlib.suppress(OSError):
+                sock.close()
+        container = self.backend.detach()
+        if container is not None:
+            self.remove_later(container)
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+class SandboxPool:
+    """Keeps ``size`` warm docker sandboxes for ``limits`` and ``image``; ``size=0`` keeps none (claims fail)."""
+
+    def __init__(self, *, size: int, limits: SandboxLimits | None = None, image: str | None = None) -> None:
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise ValueError(f"SandboxPool size must be an int >= 0, got {size!r}")
+        self.size = size
+        self.limits = limits if limits is not None else SandboxLimits()
+        self.image = image or DEFAULT_IMAGE
+        self.started = 0  # containers this pool started (for tests and logs)
+        self._cond = threading.Condition()
+        self._idle: collections.deque[WarmSandbox] = collections.deque()
+        self._starting = 0
+        self._closed = False
+        self._removals: queue.Queue[Any] = queue.Queue()
+        self._threads = [
+            threading.Thread(target=self._fill, name="sandbox-pool-fill", daemon=True),
+            threading.Thread(target=self._removal_loop, name="sandbox-pool-remove", daemon=True),
+        ]
+        if size > 0:
+            for thread in self._threads:
+                thread.start()
+
+    # ------------------------------------------------------------------ claims
+
+    def matches(self, limits: SandboxLimits, image: str | None) -> bool:
+        """Whether this pool's containers were started as a sandbox for ``limits`` and ``image`` would be."""
+        return (image or DEFAULT_IMAGE) == self.image and _container_config(limits) == _container_config(self.limits)
+
+    def claim(self, limits: SandboxLimits, image: str | None = None) -> WarmSandbox | None:
+        """Take a live, never-used container out of the pool for one evaluation, or None (start a fresh one).
+
+        Only a container that is ready now is handed out (a start under way goes to the next claim); one that died,
+        froze or was started from an image the tag no longer names is discarded.
+        """
+        if self.size == 0 or not self.matches(limits, image):
+            return None
+        t0 = time.monotonic()
+        while True:
+            with self._cond:
+                warm = self._idle.popleft() if self._idle else None
+                self._cond.notify_all()  # the filler starts the next one now
+            if warm is None:
+                return None
+            if self._usable(warm):
+                warm.claim_seconds = time.monotonic() - t0
+                return warm
+            warm.discard()
+
+    def _usable(self, warm: WarmSandbox) -> bool:
+        try:
+            readable, _, _ = select.select([warm.ctl], [], [], 0)
+            if readable:  # it said something unasked, or closed: the harness is gone
+                log.warning("pooled sandbox %s closed its channel; discarding it", warm.run_dir.name)
+                return False
+            protocol.send(warm.ctl, {"type": "ping"})
+            reply = protocol.recv(
+                warm.ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=time.monotonic() + PING_SECONDS
+            )
+            protocol.expect(reply, "pong", {})
+            current = warm.backend.client.images.get(self.image).id
+        except (protocol.ProtocolError, OSError, DockerException, requests.RequestException) as exc:
+            log.warning("pooled sandbox %s is not usable (%s); discarding it", warm.run_dir.name, exc)
+            return False
+        if current != warm.backend.image_digest:
+            log.info("image %s was rebuilt since pooled sandbox %s started; discarding it", self.image, warm.run_dir)
+            return False
+        return True
+
+    # ------------------------------------------------------------------ background work
+
+    def _fill(self) -> None:
+        failures = 0
+        while True:
+            with self._cond:
+                while not self._closed and len(self._idle) + self._starting >= self.size:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                self._starting += 1
+            warm: WarmSandbox | None = None
+            try:
+                warm = self._start_one()
+            except Exception as exc:  # the engine or the image: keep trying, less and less often
+                failures += 1
+                log.log(
+                    logging.WARNING if failures == 1 else logging.DEBUG,
+                    "could not start a pooled sandbox (%s); retrying in the background",
+                    exc,
+                )
+            with self._cond:
+                self._starting -= 1
+                keep = warm is not None and not self._closed
+                if keep:
+                    assert warm is not None
+                    self._idle.append(warm)
+                    failures = 0
+                self._cond.notify_all()
+                if failures:
+                    self._cond.wait(min(MAX_BACKOFF_SECONDS, 0.5 * 2**failures))
+            if warm is not None and not keep:
+                warm.discard()
+
+    def _start_one(self) -> WarmSandbox:
+        """Start one container with an empty bundle directory and wait until its harness has connected."""
+        run_dir = Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-"))
+        run_dir.chmod(0o711)  # as a session's: the sandbox user may reach its mounts by name only
+        listener = ctl = None
+        backend: DockerBackend | None = None
+        try:
+            (run_dir / CHANNEL_DIR).mkdir(mode=0o755)
+            bundle_dir = run_dir / BUNDLE_DIR
+            bundle_dir.mkdir(mode=0o755)
+            sock_path = run_dir / CHANNEL_DIR / SOCKET_NAME
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(str(sock_path))
+            sock_path.chmod(0o666)  # the sandbox runs as another uid
+            listener.listen(4)
+            backend = DockerBackend(self.limits, image=self.image)
+            t0 = time.monotonic()
+            deadline = t0 + self.limits.startup_seconds
+            backend.start(run_dir, bundle_dir, await_load=True)
+            self.started += 1
+            ctl = _accept(listener, backend, deadline)
+            hello = protocol.recv(ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=deadline)
+            protocol.expect(hello, "sim", {"fingerprint": str})
+            return WarmSandbox(
+                run_dir=run_dir,
+                listener=listener,
+                ctl=ctl,
+                backend=backend,
+                sim_fingerprint=hello["fingerprint"],
+                start_seconds=time.monotonic() - t0,
+                remove_later=self.remove_later,
+            )
+        except BaseException:
+            for sock in (ctl, listener):
+                if sock is not None:
+                    with contextlib.suppress(OSError):
+                        sock.close()
+            if backend is not None:
+                backend.close()
+            shutil.rmtree(run_dir, ignore_errors=True)
+            raise
+
+    def remove_later(self, container: Any) -> None:
+        """Remove a used or discarded container in the background (at once if the pool is closed)."""
+        if self._closed or self.size == 0:
+            _remove(container)
+        else:
+            self._removals.put(container)
+
+    def _removal_loop(self) -> None:
+        while (container := self._removals.get()) is not None:
+            _remove(container)
+
+    # ------------------------------------------------------------------ shutdown
+
+    def idle(self) -> int:
+        """Containers ready to be claimed now."""
+        with self._cond:
+            return len(self._idle)
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait until the pool is full (``size`` idle containers); False if it is not within ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while len(self._idle) < self.size:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._closed:
+                    return False
+                self._cond.wait(left)
+            return True
+
+    def drain(self, timeout: float = 60.0) -> None:
+        """Wait until the background removals queued so far are done."""
+        done = threading.Event()
+        self._removals.put(_Marker(done))
+        done.wait(timeout)
+
+    def close(self) -> None:
+        """Stop refilling, remove the idle containers and finish the background removals (idempotent)."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            idle = list(self._idle)
+            self._idle.clear()
+            self._cond.notify_all()
+        for warm in idle:
+            warm.discard()
+        if self.size > 0:
+            self._threads[0].join()  # a start under way ends first; its container is discarded
+            self._removals.put(None)
+            self._threads[1].join()
+
+
+class _Marker:
+    """A removal-queue entry that only signals that everything queued before it is done."""
+
+    def __init__(self, event: threading.Event) -> None:
+        self.event = event
+
+
+def _remove(container: Any) -> None:
+    if isinstance(container, _Marker):
+        container.event.set()
+        return
+    try:
+        container.remove(force=True)
+    except (NotFound, APIError):
+        pass
+    except (DockerException, requests.RequestException) as exc:  # the engine is away; the sweep removes it later
+        log.warning("could not remove sandbox container %s: %s", container.id[:12], exc)
+
+
+def _accept(listener: socket.socket, backend: DockerBackend, deadline: float) -> socket.socket:
+    while (left := deadline - time.monotonic()) > 0:
+        readable, _, _ = select.select([listener], [], [], min(left, 0.25))
+        if readable:
+            conn, _ = listener.accept()
+            return conn
+        if not backend.alive():
+            raise RuntimeError(f"pooled sandbox exited before connecting ({backend.describe_exit()})")
+    raise RuntimeError("pooled sandbox did not connect before the startup deadline")
+
+
+# ---------------------------------------------------------------------------------------------- the process's pool
+
+_installed: SandboxPool | None = None
+
+
+def install(pool: SandboxPool) -> None:
+    """Make ``pool`` the one ``open_sandbox`` claims from in this process (closed at exit if still installed)."""
+    global _installed
+    if _installed is not None and _installed is not pool:
+        raise RuntimeError("a sandbox pool is already installed in this process; uninstall it first")
+    _installed = pool
+    atexit.register(_close_at_exit)
+
+
+def installed() -> SandboxPool | None:
+    return _installed
+
+
+def uninstall() -> SandboxPool | None:
+    """Stop ``open_sandbox`` claiming from the installed pool and return it (the caller closes it)."""
+    global _installed
+    pool, _installed = _installed, None
+    return pool
+
+
+def _close_at_exit() -> None:
+    pool = uninstall()
+    if pool is not None:
+        pool.close()
