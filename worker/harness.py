@@ -529,11 +529,23 @@ def episode_process(socket_path: str, policy: Policy, env: ClusterEnv, message: 
     # compute here can then be compared with the same policy's in-process compute.
     clock = time.perf_counter
     policy_s = replica_s = wait_s = send_s = 0.0
+    replica_broken: str | None = None  # the traceback, reported with the next task (its nonce) or at the end
     while True:
         t0 = clock()
         frame = reader.recv()
         t1 = clock()
         wait_s += t1 - t0
+        if replica_broken is not None:
+            send(
+                {
+                    "type": "error",
+                    "step": step,
+                    "nonce": frame.get("nonce", 0),
+                    "kind": "replica",
+                    "traceback": replica_broken,
+                }
+            )
+            return EXIT_POLICY_RAISED
         if frame["type"] == "end":
             with contextlib.suppress(OSError):  # the trusted side may have stopped listening (an aborted episode)
                 send(
@@ -549,6 +561,7 @@ def episode_process(socket_path: str, policy: Policy, env: ClusterEnv, message: 
             return EXIT_OK
         if frame["type"] != "task" or frame.get("step") != step:
             return EXIT_PROTOCOL
+        nonce = frame["nonce"]  # echoed in the reply: proof that it answers this task, written after it arrived
         arrival, image, cycles = frame["task"]
         task = Task(float(arrival), int(image), float(cycles))
         env.tasks.append(task)
@@ -559,16 +572,18 @@ def episode_process(socket_path: str, policy: Policy, env: ClusterEnv, message: 
             policy_s += clock() - t0
             reply = action_message(step, value)
         except MemoryError:
-            send({"type": "error", "step": step, "kind": "memory", "traceback": traceback.format_exc()[-20000:]})
+            tb = traceback.format_exc()[-20000:]
+            send({"type": "error", "step": step, "nonce": nonce, "kind": "memory", "traceback": tb})
             return EXIT_POLICY_RAISED
         except BaseException:  # the sandbox boundary: report whatever the policy raised, SystemExit included
-            send({"type": "error", "step": step, "kind": "exception", "traceback": traceback.format_exc()[-20000:]})
+            tb = traceback.format_exc()[-20000:]
+            send({"type": "error", "step": step, "nonce": nonce, "kind": "exception", "traceback": tb})
             return EXIT_POLICY_RAISED
         t0 = clock()
         if reply["type"] == "action":
-            conn.sendall(protocol.encode_action(step, reply["action"]))
+            conn.sendall(protocol.encode_action(step, reply["action"], nonce))
         else:
-            send(reply)
+            send({**reply, "nonce": nonce})
         t1 = clock()
         send_s += t1 - t0
         if reply["type"] == "action" and 0 <= reply["action"] < env.n_nodes:
@@ -577,10 +592,7 @@ def episode_process(socket_path: str, policy: Policy, env: ClusterEnv, message: 
             try:
                 ClusterEnv.place(env, task, reply["action"])
             except BaseException:  # the policy broke its replica; it finds out at the next step
-                send(
-                    {"type": "error", "step": step + 1, "kind": "replica", "traceback": traceback.format_exc()[-20000:]}
-                )
-                return EXIT_POLICY_RAISED
+                replica_broken = traceback.format_exc()[-20000:]
             env.k = step + 1
             replica_s += clock() - t0
         step += 1

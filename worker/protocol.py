@@ -14,13 +14,16 @@ Messages (``->`` trusted to sandbox, ``<-`` sandbox to trusted):
   ``<- import_error``; ``-> scenario``, ``-> episode``,
   ``-> kill``, ``-> ping`` / ``<- pong``, ``-> shutdown``; ``<- exited`` when an episode process has ended.
 * episode connection (one forked process per episode): ``<- hello``; then per step ``-> task`` and ``<- action``
-  (or ``<- error`` when the policy raised); ``-> end``.
+  (or ``<- bad_action`` / ``<- error`` when the policy returned something else or raised); ``-> end``. Every task
+  carries its step number and a fresh random ``nonce``; every reply echoes both, so a reply is for this task and
+  was written after the task arrived.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import socket
 import struct
@@ -77,21 +80,35 @@ def encode(message: dict[str, Any], *, max_size: int = MAX_FRAME_TO_SANDBOX) -> 
 # The hot path, once per decision each way: the exact bytes the generic encoder writes for a task and for an
 # action, built and recognised without the JSON machinery (a few microseconds each). The action pattern accepts a
 # subset of what the strict parser accepts, with the same result; any other frame takes the strict path.
-_ACTION_FRAME = re.compile(rb'\{"type":"action","step":(0|[1-9][0-9]{0,17}),"action":(-?(?:0|[1-9][0-9]{0,17}))\}')
+_ACTION_FRAME = re.compile(
+    rb'\{"type":"action","step":(0|[1-9][0-9]{0,17}),"nonce":(0|[1-9][0-9]{0,18}),"action":(-?(?:0|[1-9][0-9]{0,17}))\}'
+)
+NONCE_BITS = 62  # per task: an early reply would have to guess it (see new_nonce)
 
 
-def encode_action(step: int, action: int) -> bytes:
-    """``encode({"type": "action", "step": step, "action": action})``, faster."""
-    payload = b'{"type":"action","step":%d,"action":%d}' % (step, action)
+def new_nonce() -> int:
+    """A fresh nonce for one task frame, from the operating system's generator.
+
+    The sandbox must echo it in its reply, so a reply written before its task was sent (an "early" reply, a blind
+    guess at the next step) cannot carry it. It must not be predictable from earlier nonces: a seeded generator
+    such as ``random.Random`` could be reconstructed from the nonces a policy has seen.
+    """
+    return int.from_bytes(os.urandom(8), "big") >> (64 - NONCE_BITS)
+
+
+def encode_action(step: int, action: int, nonce: int) -> bytes:
+    """``encode({"type": "action", "step": step, "nonce": nonce, "action": action})``, faster."""
+    payload = b'{"type":"action","step":%d,"nonce":%d,"action":%d}' % (step, nonce, action)
     return HEADER.pack(len(payload)) + payload
 
 
-def encode_task(step: int, arrival: float, image: int, cycles: float) -> bytes:
-    """``encode({"type": "task", "step": step, "task": [arrival, image, cycles]})``, faster."""
+def encode_task(step: int, arrival: float, image: int, cycles: float, nonce: int) -> bytes:
+    """``encode({"type": "task", "step": step, "nonce": nonce, "task": [arrival, image, cycles]})``, faster."""
     if not (math.isfinite(arrival) and math.isfinite(cycles)):
-        return encode({"type": "task", "step": step, "task": [arrival, image, cycles]})  # raises
-    payload = b'{"type":"task","step":%d,"task":[%s,%d,%s]}' % (
+        return encode({"type": "task", "step": step, "nonce": nonce, "task": [arrival, image, cycles]})  # raises
+    payload = b'{"type":"task","step":%d,"nonce":%d,"task":[%s,%d,%s]}' % (
         step,
+        nonce,
         float.__repr__(arrival).encode(),
         image,
         float.__repr__(cycles).encode(),
@@ -103,7 +120,7 @@ def decode(payload: bytes) -> dict[str, Any]:
     """Parse one frame's payload strictly; raises ``ProtocolError`` naming what is wrong."""
     fast = _ACTION_FRAME.fullmatch(payload)
     if fast is not None:
-        return {"type": "action", "step": int(fast[1]), "action": int(fast[2])}
+        return {"type": "action", "step": int(fast[1]), "nonce": int(fast[2]), "action": int(fast[3])}
     try:
         text = payload.decode("utf-8")
     except UnicodeDecodeError as exc:

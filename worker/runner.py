@@ -718,8 +718,9 @@ class _Episode:
         reply_wait = 0.0
         sent_at = time.monotonic()
         setup = sent_at - started
+        nonce = protocol.new_nonce()
         with contextlib.suppress(OSError):  # if it is gone, the first read says how it ended
-            self.conn.sendall(protocol.encode_task(0, task.arrival, task.image, task.cycles))
+            self.conn.sendall(protocol.encode_task(0, task.arrival, task.image, task.cycles, nonce))
         while step < len(tasks):
             task = tasks[step]
             if time.monotonic() >= episode_deadline:
@@ -739,7 +740,7 @@ class _Episode:
             except protocol.ProtocolError as exc:
                 return self._abort("protocol_error", f"step {step}: {exc}")
             try:
-                action = self._parse_reply(reply, step)
+                action = self._parse_reply(reply, step, nonce)
                 action = check_action(env, task, action, step)
             except protocol.ProtocolError as exc:
                 return self._abort("protocol_error", str(exc))
@@ -752,9 +753,10 @@ class _Episode:
                 # The next task goes out before this action is applied: the policy has committed to it, and the
                 # sandbox's next decision then overlaps with the simulator's step.
                 nxt = tasks[step + 1]
+                nonce = protocol.new_nonce()
                 sent_at = time.monotonic()
                 with contextlib.suppress(OSError):
-                    self.conn.sendall(protocol.encode_task(step + 1, nxt.arrival, nxt.image, nxt.cycles))
+                    self.conn.sendall(protocol.encode_task(step + 1, nxt.arrival, nxt.image, nxt.cycles, nonce))
             env.step(action)
             step += 1
 
@@ -801,12 +803,12 @@ class _Episode:
 
     # ------------------------------------------------------------------ replies
 
-    def _parse_reply(self, reply: dict[str, Any], step: int) -> object:
+    def _parse_reply(self, reply: dict[str, Any], step: int, nonce: int) -> object:
         kind = reply["type"]
         fields: dict[str, dict[str, type | tuple[type, ...]]] = {
-            "action": {"step": int, "action": int},
-            "bad_action": {"step": int, "value": str, "value_type": str},
-            "error": {"step": int, "kind": str, "traceback": str},
+            "action": {"step": int, "nonce": int, "action": int},
+            "bad_action": {"step": int, "nonce": int, "value": str, "value_type": str},
+            "error": {"step": int, "nonce": int, "kind": str, "traceback": str},
         }
         if kind not in fields:
             raise protocol.ProtocolError(f"step {step}: expected an 'action' frame, got {kind!r:.80}")
@@ -816,6 +818,11 @@ class _Episode:
             raise protocol.ProtocolError(f"step {step}: {exc}") from None
         if reply["step"] != step:
             raise protocol.ProtocolError(f"step {step}: reply is for step {reply['step']}, expected step {step}")
+        if reply["nonce"] != nonce:  # the step's number is predictable, its nonce is not
+            raise protocol.ProtocolError(
+                f"step {step}: reply carries nonce {reply['nonce']}, not the one sent with task {step}: "
+                "it was written before the task arrived (an early reply) or forged"
+            )
         if kind == "action":
             return reply["action"]
         if kind == "bad_action":

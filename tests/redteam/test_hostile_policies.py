@@ -32,6 +32,7 @@ reply_float         protocol_error         frame holds 1.0
 reply_huge_frame    protocol_error         frame announces 2 GiB, pushes 64 MiB
 reply_duplicated    protocol_error         writes its action on the socket itself, then returns it
 reply_ahead         protocol_error         answers step 1 before task 1 was sent
+reply_early         protocol_error         the same, correctly numbered (no nonce can be right)
 hash_lie            protocol_error         harness says another scenario hash (poses as image skew)
 channel_slam        crash                  harness stops reading its control channel (broken pipe)
 harness_stop        timeout                SIGSTOPs its own harness (the sandbox is replaced)
@@ -208,7 +209,7 @@ CASES: list[tuple[str, Scenario, str, str, Callable[[Run], None] | None, float]]
         LAB,
         "protocol_error",
         r"step 1: frame is not valid JSON: non-finite number NaN is not allowed: "
-        r"b'\{\"type\":\"action\",\"step\":1,\"action\":NaN\}'",
+        r"b'\{\"type\":\"action\",\"step\":1,\"nonce\":\d+,\"action\":NaN\}'",
         None,
         8,
     ),
@@ -223,6 +224,15 @@ CASES: list[tuple[str, Scenario, str, str, Callable[[Run], None] | None, float]]
     ),
     ("reply_duplicated", LAB, "protocol_error", r"step 1: reply is for step 0, expected step 1", None, 8),
     ("reply_ahead", LAB, "protocol_error", r"step 0: reply is for step 1, expected step 0", None, 8),
+    (
+        "reply_early",
+        LAB,
+        "protocol_error",
+        r"step 1: reply carries nonce \d+, not the one sent with task 1: it was written before the task arrived "
+        r"\(an early reply\) or forged",
+        None,
+        8,
+    ),
     (
         "hash_lie",
         LAB,

@@ -269,7 +269,7 @@ class SandboxContract:
             import json, os, stat, struct
 
             def policy(env, task, rng):
-                payload = json.dumps({"type": "action", "step": 7, "action": 0}).encode()
+                payload = json.dumps({"type": "action", "step": 7, "nonce": 0, "action": 0}).encode()
                 for fd in range(3, 64):
                     try:
                         if stat.S_ISSOCK(os.fstat(fd).st_mode):

@@ -218,20 +218,32 @@ def test_limits_are_validated(field, value, message):
     ids=["small", "long", "exponents"],
 )
 def test_fast_task_frames_equal_the_generic_encoding(step, arrival, image, cycles):
-    generic = protocol.encode({"type": "task", "step": step, "task": [arrival, image, cycles]})
-    assert protocol.encode_task(step, arrival, image, cycles) == generic
+    nonce = protocol.new_nonce()
+    generic = protocol.encode({"type": "task", "step": step, "nonce": nonce, "task": [arrival, image, cycles]})
+    assert protocol.encode_task(step, arrival, image, cycles, nonce) == generic
 
 
 def test_fast_task_frames_refuse_non_finite_numbers():
     with pytest.raises(ValueError, match="Out of range float values"):
-        protocol.encode_task(0, float("inf"), 0, 1.0)
+        protocol.encode_task(0, float("inf"), 0, 1.0, 1)
 
 
-@pytest.mark.parametrize(("step", "action"), [(0, 0), (12, -1), (499, 2**62)], ids=["zero", "negative", "large"])
-def test_fast_action_frames_equal_the_generic_path(step, action):
-    frame = protocol.encode_action(step, action)
-    assert frame == protocol.encode({"type": "action", "step": step, "action": action})
-    assert protocol.decode(frame[4:]) == {"type": "action", "step": step, "action": action}
+@pytest.mark.parametrize(
+    ("step", "action", "nonce"),
+    [(0, 0, 0), (12, -1, 7), (499, 2**62, 2**62 - 1)],
+    ids=["zero", "negative", "large"],
+)
+def test_fast_action_frames_equal_the_generic_path(step, action, nonce):
+    frame = protocol.encode_action(step, action, nonce)
+    assert frame == protocol.encode({"type": "action", "step": step, "nonce": nonce, "action": action})
+    assert protocol.decode(frame[4:]) == {"type": "action", "step": step, "nonce": nonce, "action": action}
+
+
+def test_nonces_are_fresh_and_within_their_bits():
+    nonces = [protocol.new_nonce() for _ in range(1000)]
+    assert len(set(nonces)) == len(nonces)
+    assert all(0 <= n < 2**protocol.NONCE_BITS for n in nonces)
+    assert max(nonces) > 2 ** (protocol.NONCE_BITS - 4)  # the high bits are used (1000 draws: all below: ~1e-28)
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@
 from layersched.worker import protocol
 
 _encode = protocol.encode_action
-protocol.encode_action = lambda step, action: _encode(step + 1 if step == 0 else step, action)
+protocol.encode_action = lambda step, action, nonce: _encode(step + 1 if step == 0 else step, action, nonce)
 
 
 def policy(env, task, rng):

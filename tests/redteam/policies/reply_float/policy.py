@@ -7,10 +7,10 @@ from layersched.worker import protocol
 _encode = protocol.encode_action
 
 
-def _float(step, action):
+def _float(step, action, nonce):
     if step != 1:
-        return _encode(step, action)
-    payload = b'{"type":"action","step":1,"action":1.0}'
+        return _encode(step, action, nonce)
+    payload = b'{"type":"action","step":1,"nonce":%d,"action":1.0}' % nonce
     return struct.pack(">I", len(payload)) + payload
 
 

@@ -10,9 +10,9 @@ _encode = protocol.encode_action
 _sent = []
 
 
-def _huge(step, action):
+def _huge(step, action, nonce):
     if step != 1:
-        return _encode(step, action)
+        return _encode(step, action, nonce)
     _sent.append(step)
     return struct.pack(">I", 2**31) + b"{" * (64 * 1024 * 1024)
 

@@ -7,10 +7,10 @@ from layersched.worker import protocol
 _encode = protocol.encode_action
 
 
-def _nan(step, action):
+def _nan(step, action, nonce):
     if step != 1:
-        return _encode(step, action)
-    payload = b'{"type":"action","step":1,"action":NaN}'
+        return _encode(step, action, nonce)
+    payload = b'{"type":"action","step":1,"nonce":%d,"action":NaN}' % nonce
     return struct.pack(">I", len(payload)) + payload
 
 

@@ -15,8 +15,11 @@ def policy(env, task, rng):
         print("stdout nul:\x00:end", flush=True)
         print("stderr nul:\x00:end", file=sys.stderr, flush=True)
     if env.k == 1:
-        conn = sys._getframe(1).f_locals["conn"]  # episode_process's connection to the trusted side
-        payload = b'{"type":"error","step":1,"kind":"exception","traceback":"boom \\u0000 \\ud800 end"}'
-        conn.sendall(len(payload).to_bytes(4, "big") + payload)
+        harness = sys._getframe(1).f_locals  # episode_process: its connection to the trusted side, this task's nonce
+        payload = (
+            b'{"type":"error","step":1,"nonce":%d,"kind":"exception","traceback":"boom \\u0000 \\ud800 end"}'
+            % (harness["nonce"])
+        )
+        harness["conn"].sendall(len(payload).to_bytes(4, "big") + payload)
         os._exit(1)
     return int(env.mask(task).argmax())
