@@ -1,0 +1,34 @@
+"""Settings from LAYERSCHED_* variables: bad values are refused with the offending value named."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from layersched.server.config import Settings
+
+
+def test_the_sandbox_pool_is_off_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LAYERSCHED_SANDBOX_POOL_SIZE", raising=False)
+    assert Settings(_env_file=None).sandbox_pool_size == 0  # type: ignore[call-arg]
+
+
+def test_the_sandbox_pool_size_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAYERSCHED_SANDBOX_POOL_SIZE", "2")
+    assert Settings(_env_file=None).sandbox_pool_size == 2  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(("value", "message"), [("-1", "greater than or equal to 0"), ("two", "valid integer")])
+def test_a_bad_sandbox_pool_size_is_refused_naming_it(
+    monkeypatch: pytest.MonkeyPatch, value: str, message: str
+) -> None:
+    monkeypatch.setenv("LAYERSCHED_SANDBOX_POOL_SIZE", value)
+    with pytest.raises(ValidationError, match=message) as raised:
+        Settings(_env_file=None)  # type: ignore[call-arg]
+    assert "sandbox_pool_size" in str(raised.value) and value in str(raised.value)
+
+
+def test_max_attempts_must_allow_one_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAYERSCHED_MAX_ATTEMPTS", "0")
+    with pytest.raises(ValidationError, match="max_attempts"):
+        Settings(_env_file=None)  # type: ignore[call-arg]
