@@ -158,6 +158,14 @@ class EpisodeOutcome:
     timing: EpisodeTiming | None = None
 
 
+# What each reply from an episode process must hold, exactly (checked once per decision).
+_REPLY_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "action": {"step": int, "nonce": int, "action": int},
+    "bad_action": {"step": int, "nonce": int, "value": str, "value_type": str},
+    "error": {"step": int, "nonce": int, "kind": str, "traceback": str},
+}
+
+
 @runtime_checkable
 class _Detachable(Protocol):
     def detach(self) -> Any: ...
@@ -805,11 +813,7 @@ class _Episode:
 
     def _parse_reply(self, reply: dict[str, Any], step: int, nonce: int) -> object:
         kind = reply["type"]
-        fields: dict[str, dict[str, type | tuple[type, ...]]] = {
-            "action": {"step": int, "nonce": int, "action": int},
-            "bad_action": {"step": int, "nonce": int, "value": str, "value_type": str},
-            "error": {"step": int, "nonce": int, "kind": str, "traceback": str},
-        }
+        fields = _REPLY_FIELDS
         if kind not in fields:
             raise protocol.ProtocolError(f"step {step}: expected an 'action' frame, got {kind!r:.80}")
         try:
