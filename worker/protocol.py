@@ -78,10 +78,20 @@ def encode(message: dict[str, Any], *, max_size: int = MAX_FRAME_TO_SANDBOX) -> 
 
 
 # The hot path, once per decision each way: the exact bytes the generic encoder writes for a task and for an
-# action, built and recognised without the JSON machinery (a few microseconds each). The action pattern accepts a
-# subset of what the strict parser accepts, with the same result; any other frame takes the strict path.
+# action, built and recognised without the JSON machinery (a few microseconds each). The action and task patterns
+# accept a subset of what the strict parser accepts, with the same result; any other frame takes the strict path.
 _ACTION_FRAME = re.compile(
     rb'\{"type":"action","step":(0|[1-9][0-9]{0,17}),"nonce":(0|[1-9][0-9]{0,18}),"action":(-?(?:0|[1-9][0-9]{0,17}))\}'
+)
+# A JSON number with a fraction or an exponent, as float.__repr__ writes it: json.loads makes such a number a
+# float with float(text), exactly as the fast path does (without either part it would be an int).
+_FLOAT = rb"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+))"
+_TASK_FRAME = re.compile(
+    rb'\{"type":"task","step":(0|[1-9][0-9]{0,17}),"nonce":(0|[1-9][0-9]{0,18}),"task":\['
+    + _FLOAT
+    + rb",(0|[1-9][0-9]{0,17}),"
+    + _FLOAT
+    + rb"\]\}"
 )
 NONCE_BITS = 62  # per task: an early reply would have to guess it (see new_nonce)
 
@@ -121,6 +131,10 @@ def decode(payload: bytes) -> dict[str, Any]:
     fast = _ACTION_FRAME.fullmatch(payload)
     if fast is not None:
         return {"type": "action", "step": int(fast[1]), "nonce": int(fast[2]), "action": int(fast[3])}
+    fast = _TASK_FRAME.fullmatch(payload)
+    if fast is not None:
+        task = [float(fast[3]), int(fast[4]), float(fast[5])]
+        return {"type": "task", "step": int(fast[1]), "nonce": int(fast[2]), "task": task}
     try:
         text = payload.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import socket
 import struct
 import time
@@ -268,3 +269,47 @@ def test_action_frames_off_the_fast_path_mean_the_same():
     message = protocol.decode(b'{"type":"action","step":1,"action":2.0}')
     with pytest.raises(protocol.ProtocolError, match=r"'action' frame field 'action' must be int, got 2\.0"):
         protocol.expect(message, "action", {"step": int, "action": int})
+
+
+def _strict(payload: bytes) -> object:
+    """What the strict JSON path makes of a payload (the fast paths must agree with it exactly)."""
+    return protocol._DECODER.decode(payload.decode())
+
+
+@pytest.mark.parametrize(
+    ("arrival", "cycles"),
+    [(0.1, 20.0), (1234.5678901234567, 79.99999999999999), (1e-7, 1e22), (5e-324, 1.7976931348623157e308)],
+    ids=["small", "long", "exponents", "extremes"],
+)
+def test_fast_task_decoding_equals_the_strict_parser(arrival, cycles):
+    payload = protocol.encode_task(42, arrival, 7, cycles, protocol.new_nonce())[4:]
+    assert protocol._TASK_FRAME.fullmatch(payload) is not None  # the fast path is the one tested
+    decoded = protocol.decode(payload)
+    assert decoded == _strict(payload)
+    assert [type(v) for v in decoded["task"]] == [float, int, float]
+
+
+def test_fast_task_decoding_agrees_on_random_floats():
+    rng = random.Random(7)
+    for _ in range(2000):
+        arrival = rng.choice([rng.random(), rng.uniform(0, 1e4), 10 ** rng.uniform(-300, 300)])
+        cycles = rng.expovariate(0.01) * rng.choice([1, 1e-12, 1e12])
+        payload = protocol.encode_task(rng.randrange(10**6), arrival, rng.randrange(100), cycles, protocol.new_nonce())[
+            4:
+        ]
+        assert protocol.decode(payload) == _strict(payload), payload
+
+
+@pytest.mark.parametrize(
+    ("payload", "task"),
+    [
+        (b'{"type":"task","step":1,"nonce":2,"task":[20,3,4.5]}', [20, 3, 4.5]),  # an int stays an int
+        (b'{"type":"task","step":1,"nonce":2,"task":[2.0,3,4.5],"extra":1}', [2.0, 3, 4.5]),
+        (b'{"type":"task", "step":1,"nonce":2,"task":[2.0,3,4.5]}', [2.0, 3, 4.5]),  # whitespace
+    ],
+    ids=["integer-arrival", "extra-field", "whitespace"],
+)
+def test_task_frames_off_the_fast_path_take_the_strict_parser(payload, task):
+    assert protocol._TASK_FRAME.fullmatch(payload) is None
+    assert protocol.decode(payload)["task"] == task
+    assert protocol.decode(payload) == _strict(payload)
