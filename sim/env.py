@@ -21,28 +21,37 @@ Speed comes from not recomputing what has not changed, and from keeping the per-
 
 * what a node lacks of an image (a ``Plan``: latest cached-layer time, queue increments, missing MB and digests)
   only changes when that node's layers change. Plans are kept per image as one list over the nodes, so
-  ``totals`` and ``observe`` walk a list instead of looking up a dict per node; ``place`` forgets only the plans of
-  the images that share a layer it added or evicted, on that node alone;
+  ``totals`` and ``observe`` walk a list instead of looking up a dict per node; each plan also holds its node's
+  ``NodeState`` (the one list ``place`` updates), so that walk needs no zip over per-node lists. ``place`` forgets
+  only the plans of the images that share a layer it added or evicted, on that node alone;
 * per node, the MB stored and the free-storage share only change when that node's layers change, and the earliest
   free slot when it receives a task; ``place`` refreshes them (the MB summed in the lab's order, from a digest->MB
   dict kept in step with ``layers``), so ``observe`` and eviction never re-sum them;
 * ``place`` takes the missing layers and their queue increments from the plan instead of walking the image again;
-* ``observe`` packs its Python floats straight into the float32 array (``struct``): the same C double->float
-  rounding as the lab's ``np.array(rows, dtype=np.float32)``, at a fraction of the cost.
+* ``observe`` packs its Python floats straight into a new float32 array (``struct``): the same C double->float
+  rounding as the lab's ``np.array(rows, dtype=np.float32)``, at a fraction of the cost;
+* the time by which every queued download is over (``_downloads_end``) only grows, in ``place``. A task arriving
+  after it, the common case late in an episode, finds every queue idle and every cached layer there, so
+  ``observe`` takes a shorter loop without the per-node queue and ready-time tests.
 
 What cannot be cached is done per call in the lab's floating-point order: the download queue is advanced one
-missing layer at a time from ``max(now, download_free)`` (a pre-summed total would round differently, and
-``sum(increments, start)`` adds in order only before Python 3.12, which compensates float sums), and every feature
-is divided exactly as the lab divides it. So completion times, features and tie-breaks are bit-identical to the
-lab's implementation (``benchmarks/bench_sim.py`` and ``tests/sim/test_lab_differential.py`` check this against
-transcriptions of the lab text). What is left is Python work per node and call, about 0.3-0.5 us a node; numpy
-costs about 1 us per call on arrays this small, so vectorising over 10 nodes was slower.
+missing layer at a time from ``max(now, download_free)`` (a pre-summed total would round differently; the fold is
+``_queue_end``, in C where ``sum`` adds in order), and every feature is divided exactly as the lab divides it. So
+completion times, features and tie-breaks are bit-identical to the lab's implementation (``benchmarks/bench_sim.py``
+and ``tests/sim/test_lab_differential.py`` check this against transcriptions of the lab text). What is left is Python
+work per node and call, about 0.25-0.3 us a node, and about 1 us a call to build the array; numpy costs about
+0.5-1 us per operation on arrays this small, so vectorising over 10 nodes was slower, and so were C-level ``map``
+pipelines per column (measured).
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 import random
 import struct
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,9 +66,31 @@ BoolArray = npt.NDArray[np.bool_]
 
 ABSENT = -np.inf  # latest ready time of an image none of whose layers a node holds
 
+# Node n's state as the hot loops read it, one mutable list per node that place() updates in place: [time its
+# download queue is free (download_free), earliest free slot, CPU frequency, free-storage share 1 - used / storage].
+NodeState = list[float]
+_QUEUE, _SLOT, _FREQ, _SHARE = range(4)
+
 # What node n lacks of an image: (latest ready time of its cached layers, queue increment per missing layer in
-# image order, missing MB, missing MB / 1000 as observe() reports it, the missing digests in image order).
-Plan = tuple[float, tuple[float, ...], float, float, tuple[str, ...]]
+# image order, missing MB, missing MB / 1000 as observe() reports it, the missing digests in image order, and node
+# n's NodeState). The NodeState is the same list in all of n's plans: a loop over an image's plans reads each node's
+# current state from its plan, without zipping per-node lists (zip and its unpacking cost about 0.5 us a call).
+Plan = tuple[float, tuple[float, ...], float, float, tuple[str, ...], NodeState]
+
+FLOAT32 = np.dtype(np.float32)  # a dtype object: numpy converts the np.float32 type on every call
+
+
+def _fold_left(increments: tuple[float, ...], start: float) -> float:
+    """``start + increments[0] + increments[1] + ...``, added left to right: the lab's ``t_free += ...`` loop."""
+    return functools.reduce(operator.add, increments, start)
+
+
+# The download queue after a node's missing layers: _queue_end(increments, start). CPython's sum() before 3.12 adds
+# floats left to right in a C double, the lab's loop bit for bit in one C call (the cheapest form measured); since
+# 3.12 it compensates rounding (Neumaier), so there the fold is explicit. tests/sim/test_observe_fast.py checks it.
+_queue_end: Callable[[tuple[float, ...], float], float] = (
+    sum if sys.implementation.name == "cpython" and sys.version_info < (3, 12) else _fold_left
+)
 
 
 @dataclass
@@ -132,21 +163,22 @@ class ClusterEnv:
             for s in specs
         ]
         self.n_nodes = len(specs)
-        # Per-node mirrors of the lab's state, as plain lists: indexing them is cheaper than attribute lookups.
-        self._download_free_at = [0.0] * self.n_nodes
-        self._slot_min = [0.0] * self.n_nodes
-        self._freq_of = [s.freq for s in specs]
+        # Per-node mirrors of the lab's state (see NodeState): indexing lists is cheaper than attribute lookups.
+        self._state: list[NodeState] = [[0.0, 0.0, s.freq, 1.0] for s in specs]
         self._used = [0.0] * self.n_nodes  # MB of cached layers, summed in the lab's order after every change
         # digest -> MB of node n's layers, in node.layers' order: the lab's sum over node.layers without lookups.
         self._layer_mb: list[dict[str, float]] = [{} for _ in specs]
-        self._free_share = [1.0] * self.n_nodes  # observe()'s last feature, 1 - used / storage
         # _plans[image][n] is node n's Plan for image, None once a layer change made it stale; _stale[image] lists
         # the nodes whose entry is None, so the hot loops test one list instead of every entry.
         self._plans: list[list[Plan | None]] = [[None] * self.n_nodes for _ in self.image_mb]
         self._stale = [list(range(self.n_nodes)) for _ in self.image_mb]
         self._feasible = [np.array([mb <= s.storage for s in specs]) for mb in self.image_mb]
         self._feasible_nodes = [np.flatnonzero(mask).tolist() for mask in self._feasible]
-        self._observe_layout = struct.Struct(f"{self.n_nodes * self.n_features}f")
+        # No download is queued or arriving after this time on any node: the largest queue end and layer ready time
+        # so far (evictions leave it an upper bound). From then on every queue starts at ``now`` (observe's fast path).
+        self._downloads_end = 0.0
+        self._pack_observation = struct.Struct(f"{self.n_nodes * self.n_features}f").pack_into
+        self._observe_shape = (self.n_nodes, self.n_features)
         self.tasks = []
         self.completion = []
         self.k = 0
@@ -175,7 +207,7 @@ class ClusterEnv:
                     digests.append(digest)
                 elif ready > latest:
                     latest = ready
-            plan = (latest, tuple(increments), missing, missing / 1000, tuple(digests))
+            plan = (latest, tuple(increments), missing, missing / 1000, tuple(digests), self._state[n])
             self._plans[image][n] = plan
         return plan
 
@@ -197,10 +229,8 @@ class ClusterEnv:
         latest, increments = plan[0], plan[1]
         if not increments:
             return latest if latest > now else now
-        t_queue = self._download_free_at[n]
-        done = t_queue if t_queue > now else now
-        for step in increments:
-            done += step
+        t_queue = plan[5][_QUEUE]
+        done = _queue_end(increments, t_queue if t_queue > now else now)
         return latest if latest > done else done
 
     def estimate(self, n: int, task: Task) -> dict[str, float]:
@@ -208,8 +238,8 @@ class ClusterEnv:
         now = task.arrival
         plan = self._layer_plan(n, task.image)
         done = self._done(n, now, plan)
-        compute = task.cycles / self._freq_of[n]
-        slot_free = self._slot_min[n]
+        _, slot_free, freq, _ = plan[5]
+        compute = task.cycles / freq
         start = done if done > slot_free else slot_free
         return {
             "missing_mb": plan[2],
@@ -225,13 +255,9 @@ class ClusterEnv:
         plans = self._plans_for(image) if self._stale[image] else self._plans[image]
         out = []
         # estimate() inlined (this loop is Greedy's main cost); see _done for why done is computed this way.
-        for (latest, increments, _, _, _), t_queue, slot_free, freq in zip(  # type: ignore[misc]
-            plans, self._download_free_at, self._slot_min, self._freq_of, strict=True
-        ):
+        for latest, increments, _, _, _, (t_queue, slot_free, freq, _) in plans:  # type: ignore[misc]
             if increments:
-                done = t_queue if t_queue > now else now
-                for step in increments:
-                    done += step
+                done = _queue_end(increments, t_queue if t_queue > now else now)
                 if latest > done:
                     done = latest
             elif latest > now:
@@ -262,33 +288,46 @@ class ClusterEnv:
         now, image, cycles = task.arrival, task.image, task.cycles
         plans = self._plans_for(image) if self._stale[image] else self._plans[image]
         flat: list[float] = []
+        fold = _queue_end  # a local name is cheaper to read than a global, once per node
         # estimate() inlined, as in totals(): this is the hot path of learned policies. The branches only skip
-        # arithmetic whose result is known exactly: (x - x) / 100 is 0.0.
-        for (latest, increments, _, missing_gb, _), t_queue, slot_free, freq, share in zip(  # type: ignore[misc]
-            plans, self._download_free_at, self._slot_min, self._freq_of, self._free_share, strict=True
-        ):
-            if increments:
-                done = t_queue if t_queue > now else now
-                for step in increments:
-                    done += step
-                if latest > done:
+        # arithmetic whose result is known exactly: (x - x) / 100 is 0.0. Dividing by 100.0 rather than 100 is the
+        # same division (100 converts exactly) without converting the int each time.
+        if self._downloads_end <= now:
+            # Every queue is idle by now and every cached layer is there: a node's download starts at now, and its
+            # layers are ready when the last missing one is, or at now if none is missing (see _done). Most calls
+            # late in an episode, when tasks arrive after the downloads of earlier ones, take this shorter loop.
+            for _, increments, _, missing_gb, _, (_, slot_free, freq, share) in plans:  # type: ignore[misc]
+                done = fold(increments, now)
+                download = (done - now) / 100.0
+                compute = cycles / freq
+                if slot_free > done:  # the container waits for a slot
+                    wait, start = (slot_free - done) / 100.0, slot_free
+                else:
+                    wait, start = 0.0, done
+                flat += (missing_gb, download, wait, compute / 100.0, (start + compute - now) / 100.0, share)
+        else:
+            for latest, increments, _, missing_gb, _, (t_queue, slot_free, freq, share) in plans:  # type: ignore[misc]
+                if increments:
+                    done = fold(increments, t_queue if t_queue > now else now)
+                    if latest > done:
+                        done = latest
+                    download = (done - now) / 100.0
+                elif latest > now:  # a layer queued for an earlier task is still downloading
                     done = latest
-                download = (done - now) / 100
-            elif latest > now:  # a layer queued for an earlier task is still downloading
-                done = latest
-                download = (done - now) / 100
-            else:
-                done, download = now, 0.0
-            compute = cycles / freq
-            if slot_free > done:  # the container waits for a slot
-                start, wait = slot_free, (slot_free - done) / 100
-            else:
-                start, wait = done, 0.0
-            flat += (missing_gb, download, wait, compute / 100, (start + compute - now) / 100, share)
-        # Native "f" packing is the C double->float cast, the same rounding np.array(rows, dtype=float32) does;
-        # the bytearray makes the array writable and the caller's own.
-        packed = bytearray(self._observe_layout.pack(*flat))
-        state: npt.NDArray[np.float32] = np.ndarray((self.n_nodes, self.n_features), dtype=np.float32, buffer=packed)
+                    download = (done - now) / 100.0
+                else:
+                    done, download = now, 0.0
+                compute = cycles / freq
+                if slot_free > done:
+                    wait, start = (slot_free - done) / 100.0, slot_free
+                else:
+                    wait, start = 0.0, done
+                flat += (missing_gb, download, wait, compute / 100.0, (start + compute - now) / 100.0, share)
+        # Native "f" packing is the C double->float cast, the same rounding np.array(rows, dtype=float32) does. An
+        # empty array packed in place is the cheapest fresh, writable, C-contiguous result measured.
+        state: npt.NDArray[np.float32] = np.empty(self._observe_shape, FLOAT32)
+        # numpy's stubs declare ndarray.__buffer__ only for Python 3.12+, where typing learnt the buffer protocol.
+        self._pack_observation(state, 0, *flat)  # type: ignore[arg-type]
         return state
 
     def place(self, task: Task, n: int) -> float:
@@ -296,9 +335,10 @@ class ClusterEnv:
         now, image = task.arrival, task.image
         plan = self._layer_plan(n, image)
         done = self._done(n, now, plan)
-        slot_free = self._slot_min[n]
+        node_state = plan[5]
+        _, slot_free, freq, _ = node_state
         start = done if done > slot_free else slot_free
-        total = start + task.cycles / self._freq_of[n] - now
+        total = start + task.cycles / freq - now
         self.completion.append(total)
         node = self.nodes[n]
         if node.is_cloud:
@@ -307,7 +347,7 @@ class ClusterEnv:
         changed = self._make_room(n, image, missing_mb, now) if node.storage - self._used[n] < missing_mb else []
         if plan[4]:
             # Eviction spares the image's own layers, so the plan's missing layers are still the missing ones.
-            t_free = self._download_free_at[n]
+            t_free = node_state[_QUEUE]
             if now > t_free:
                 t_free = now
             for digest, step in zip(plan[4], plan[1], strict=True):
@@ -317,17 +357,18 @@ class ClusterEnv:
                     layer_mb[digest] = self.size[digest]
                     changed.append(digest)
             if missing_mb > 0:
-                node.download_free = t_free
-                self._download_free_at[n] = t_free
+                node.download_free = node_state[_QUEUE] = t_free
+            if t_free > self._downloads_end:  # t_free is the latest ready time this placement gave a layer
+                self._downloads_end = t_free
         if changed:
             self._forget_plans(n, changed)
             used = self._used[n] = sum(layer_mb.values())
-            self._free_share[n] = 1 - used / node.storage
+            node_state[_SHARE] = 1 - used / node.storage
         slots = node.slots
         slot = slots.index(min(slots))  # the first earliest-free slot, like np.argmin
         finish = now + total
         slots[slot] = finish
-        self._slot_min[n] = min(slots)
+        node_state[_SLOT] = min(slots)
         in_use = node.in_use
         for digest, _ in self._image_layers[image]:
             last = in_use.get(digest, 0)
