@@ -726,7 +726,8 @@ class _Episode:
         reply_wait = 0.0
         sent_at = time.monotonic()
         setup = sent_at - started
-        nonce = protocol.new_nonce()
+        nonces = protocol.new_nonces(len(tasks))
+        nonce = nonces[0]
         with contextlib.suppress(OSError):  # if it is gone, the first read says how it ended
             self.conn.sendall(protocol.encode_task(0, task.arrival, task.image, task.cycles, nonce))
         while step < len(tasks):
@@ -761,7 +762,7 @@ class _Episode:
                 # The next task goes out before this action is applied: the policy has committed to it, and the
                 # sandbox's next decision then overlaps with the simulator's step.
                 nxt = tasks[step + 1]
-                nonce = protocol.new_nonce()
+                nonce = nonces[step + 1]
                 sent_at = time.monotonic()
                 with contextlib.suppress(OSError):
                     self.conn.sendall(protocol.encode_task(step + 1, nxt.arrival, nxt.image, nxt.cycles, nonce))

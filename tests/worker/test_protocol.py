@@ -313,3 +313,11 @@ def test_task_frames_off_the_fast_path_take_the_strict_parser(payload, task):
     assert protocol._TASK_FRAME.fullmatch(payload) is None
     assert protocol.decode(payload)["task"] == task
     assert protocol.decode(payload) == _strict(payload)
+
+
+def test_nonces_drawn_together_are_fresh_and_within_their_bits():
+    nonces = protocol.new_nonces(1000) + protocol.new_nonces(1000)
+    assert len(set(nonces)) == len(nonces)  # within one draw and between draws
+    assert all(0 <= n < 2**protocol.NONCE_BITS for n in nonces)
+    assert max(nonces) > 2 ** (protocol.NONCE_BITS - 4)
+    assert protocol.new_nonces(0) == []
