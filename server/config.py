@@ -54,6 +54,16 @@ class Settings(BaseSettings):
             "every sandbox when its evaluation begins",
         ),
     ] = 0
+    sandbox_poll_us: Annotated[
+        int,
+        Field(
+            ge=0,
+            le=10_000,
+            description="microseconds a sandbox's episode process looks for its next task before it sleeps; the next "
+            "task follows each reply within tens of microseconds, and a process that slept through that gap decides "
+            "slower (benchmarks/bench_sandbox.py); 0 turns polling off",
+        ),
+    ] = 200
     allow_process_for_hidden: Annotated[
         bool,
         Field(description="run hidden episodes in the process sandbox when Docker is missing (trusted demos only)"),

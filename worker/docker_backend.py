@@ -150,6 +150,8 @@ class DockerBackend:
                 BUNDLE_MOUNT,
                 "--output-bytes",
                 str(lim.output_bytes),
+                "--poll-us",
+                str(round(lim.poll_seconds * 1e6)),
                 "--reap-all",  # the container is its own PID namespace (docker-init is PID 1)
                 *(["--await-load"] if await_load else []),
             ],

@@ -288,8 +288,11 @@ def _read_go(fd: int) -> dict[str, Any] | None:
 
 
 class Harness:
-    def __init__(self, socket_path: str, bundle: Path, output_bytes: int, *, reap_all: bool = False) -> None:
+    def __init__(
+        self, socket_path: str, bundle: Path, output_bytes: int, *, reap_all: bool = False, poll_seconds: float = 0.0
+    ) -> None:
         self.socket_path = socket_path
+        self.poll_seconds = poll_seconds
         self.bundle = bundle
         self.output_bytes = output_bytes
         self.reap_all = reap_all
@@ -454,7 +457,8 @@ class Harness:
                     os.close(fd)
                 message = _read_go(go_r)
                 if message is not None:  # None: discarded unused
-                    code = episode_process(self.socket_path, policy, envs[message["scenario"]], message)
+                    env = envs[message["scenario"]]
+                    code = episode_process(self.socket_path, policy, env, message, self.poll_seconds)
                 else:
                     code = EXIT_OK
             finally:
@@ -604,8 +608,11 @@ def _die_with_parent(parent: int) -> None:
         os._exit(EXIT_HARNESS)
 
 
-def episode_process(socket_path: str, policy: Policy, env: ClusterEnv, message: dict[str, Any]) -> int:
-    """Serve one episode's decisions on a fresh connection. Returns the process exit code."""
+def episode_process(
+    socket_path: str, policy: Policy, env: ClusterEnv, message: dict[str, Any], poll_seconds: float = 0.0
+) -> int:
+    """Serve one episode's decisions on a fresh connection. Returns the process exit code. ``poll_seconds``: how
+    long to look for each next task before sleeping (``SandboxLimits.poll_seconds``)."""
     seed = message["seed"]
     seed_globals(seed)
     rng = random.Random(seed)
@@ -626,7 +633,7 @@ def episode_process(socket_path: str, policy: Policy, env: ClusterEnv, message: 
     replica_broken: str | None = None  # the traceback, reported with the next task (its nonce) or at the end
     while True:
         t0 = clock()
-        frame = reader.recv()
+        frame = reader.recv(poll_seconds=poll_seconds)
         t1 = clock()
         wait_s += t1 - t0
         if replica_broken is not None:
@@ -742,12 +749,17 @@ def main(argv: list[str] | None = None) -> int:
         help="after each episode kill every other process but PID 1; ONLY in a PID namespace of its own (container)",
     )
     parser.add_argument(
+        "--poll-us", type=int, default=0, help="microseconds an episode process looks for its next task before sleeping"
+    )
+    parser.add_argument(
         "--await-load",
         action="store_true",
         help="warm pool: start before the bundle exists and import it only on a 'load' frame",
     )
     args = parser.parse_args(argv)
-    harness = Harness(args.socket, args.bundle, args.output_bytes, reap_all=args.reap_all)
+    harness = Harness(
+        args.socket, args.bundle, args.output_bytes, reap_all=args.reap_all, poll_seconds=args.poll_us * 1e-6
+    )
     # Before the policy's code runs: what this frame says cannot have been tampered with.
     harness.send({"type": "sim", "fingerprint": sim_fingerprint()})
     # From here on the harness's own stdout/stderr are not read by anyone; episode output goes through pipes.

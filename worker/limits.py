@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MiB = 1024 * 1024
+MAX_POLL_SECONDS = 0.01  # polling longer than this would only burn the CPU quota of slow policies
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,11 @@ class SandboxLimits:
     tmp_bytes: int = 64 * MiB
     """Size of the writable ``/tmp`` tmpfs, the only writable place in the container (counts towards memory)."""
 
+    poll_seconds: float = 200e-6
+    """How long an episode process looks for its next task without sleeping, before it waits asleep. The next task
+    follows a reply within tens of microseconds (the worker's check and send); a process that slept through that
+    gap ran its next policy call slower on these VMs (measured by benchmarks/bench_sandbox.py). 0 turns it off."""
+
     output_bytes: int = 1 * MiB
     """Captured bytes per stream (stdout, stderr) per episode; the rest is dropped and counted."""
 
@@ -63,6 +69,9 @@ class SandboxLimits:
             value = getattr(self, name)
             if not value > 0:
                 raise ValueError(f"SandboxLimits.{name} must be positive, got {value!r}")
+        if not 0 <= self.poll_seconds <= MAX_POLL_SECONDS:
+            limit = MAX_POLL_SECONDS
+            raise ValueError(f"SandboxLimits.poll_seconds must be within 0..{limit}, got {self.poll_seconds!r}")
         for name in ("memory_bytes", "pids", "tmp_bytes", "output_bytes", "bundle_bytes", "bundle_files"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:

@@ -76,6 +76,8 @@ class ProcessBackend:
             str(bundle_dir),
             "--output-bytes",
             str(self.limits.output_bytes),
+            "--poll-us",
+            str(round(self.limits.poll_seconds * 1e6)),
         ]
         env = {  # nothing of the worker's environment (no secrets), only what makes runs reproducible
             "PATH": os.defpath,

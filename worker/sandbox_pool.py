@@ -62,7 +62,7 @@ MAX_BACKOFF_SECONDS = 30.0
 
 def _container_config(limits: SandboxLimits) -> tuple[Any, ...]:
     """The limits fixed when a container starts; the others (deadlines, budgets) are the session's."""
-    return limits.memory_bytes, limits.pids, limits.cpus, limits.tmp_bytes, limits.output_bytes
+    return limits.memory_bytes, limits.pids, limits.cpus, limits.tmp_bytes, limits.output_bytes, limits.poll_seconds
 
 
 @dataclass

@@ -32,3 +32,20 @@ def test_max_attempts_must_allow_one_start(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("LAYERSCHED_MAX_ATTEMPTS", "0")
     with pytest.raises(ValidationError, match="max_attempts"):
         Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(("value", "message"), [("-5", "greater than or equal to 0"), ("20000", "less than or equal")])
+def test_a_bad_sandbox_poll_is_refused_naming_it(monkeypatch: pytest.MonkeyPatch, value: str, message: str) -> None:
+    monkeypatch.setenv("LAYERSCHED_SANDBOX_POLL_US", value)
+    with pytest.raises(ValidationError, match=message) as raised:
+        Settings(_env_file=None)  # type: ignore[call-arg]
+    assert "sandbox_poll_us" in str(raised.value) and value in str(raised.value)
+
+
+def test_the_sandbox_poll_reaches_the_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from layersched.worker.pipeline import sandbox_limits
+
+    monkeypatch.setenv("LAYERSCHED_SANDBOX_POLL_US", "0")
+    assert sandbox_limits(Settings(_env_file=None)).poll_seconds == 0  # type: ignore[call-arg]
+    monkeypatch.setenv("LAYERSCHED_SANDBOX_POLL_US", "150")
+    assert sandbox_limits(Settings(_env_file=None)).poll_seconds == pytest.approx(150e-6)  # type: ignore[call-arg]

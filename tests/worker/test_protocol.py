@@ -6,6 +6,7 @@ import json
 import random
 import socket
 import struct
+import threading
 import time
 
 import numpy as np
@@ -205,8 +206,10 @@ def test_nodes_survive_the_wire_with_an_infinite_cloud():
         ("decision_seconds", 0, "SandboxLimits.decision_seconds must be positive, got 0"),
         ("memory_bytes", 1.5, "SandboxLimits.memory_bytes must be a positive int, got 1.5"),
         ("pids", True, "SandboxLimits.pids must be a positive int, got True"),
+        ("poll_seconds", -1e-6, r"SandboxLimits.poll_seconds must be within 0..0.01, got -1e-06"),
+        ("poll_seconds", 0.5, r"SandboxLimits.poll_seconds must be within 0..0.01, got 0.5"),
     ],
-    ids=["deadline", "memory-float", "pids-bool"],
+    ids=["deadline", "memory-float", "pids-bool", "poll-negative", "poll-too-long"],
 )
 def test_limits_are_validated(field, value, message):
     with pytest.raises(ValueError, match=message):
@@ -321,3 +324,52 @@ def test_nonces_drawn_together_are_fresh_and_within_their_bits():
     assert all(0 <= n < 2**protocol.NONCE_BITS for n in nonces)
     assert max(nonces) > 2 ** (protocol.NONCE_BITS - 4)
     assert protocol.new_nonces(0) == []
+
+
+def _send_later(sock: socket.socket, pieces: list[tuple[float, bytes]]) -> threading.Thread:
+    """Send each piece after its delay (seconds), then close, from a thread: a peer that answers late."""
+
+    def run() -> None:
+        for delay, data in pieces:
+            time.sleep(delay)
+            sock.sendall(data)
+        sock.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+TASK = protocol.encode_task(3, 12.5, 4, 20.0, 99)
+
+
+@pytest.mark.parametrize(
+    ("poll_seconds", "pieces"),
+    [
+        (0.5, [(0.01, TASK)]),  # arrives while polling
+        (0.001, [(0.05, TASK)]),  # arrives after the poll: the blocking read takes it
+        (0.5, [(0.01, TASK[:2]), (0.01, TASK[2:9]), (0.01, TASK[9:])]),  # in pieces while polling
+        (0.02, [(0.01, TASK[:6]), (0.05, TASK[6:])]),  # the header while polling, the rest after
+    ],
+    ids=["during-poll", "after-poll", "pieces-during-poll", "split-across-poll"],
+)
+def test_a_polling_reader_returns_the_frame_whenever_it_arrives(poll_seconds, pieces):
+    ours, peer = socket.socketpair()
+    reader = protocol.FrameReader(ours, max_size=protocol.MAX_FRAME_TO_SANDBOX)
+    sender = _send_later(peer, [*pieces, (0.0, TASK)])
+    assert reader.recv(poll_seconds=poll_seconds) == {"type": "task", "step": 3, "nonce": 99, "task": [12.5, 4, 20.0]}
+    assert reader.recv(poll_seconds=poll_seconds)["step"] == 3  # the second frame, already buffered or not
+    with pytest.raises(protocol.ChannelClosed):
+        reader.recv(poll_seconds=poll_seconds)
+    sender.join()
+    ours.close()
+
+
+def test_a_polling_reader_reports_a_close_during_the_poll():
+    ours, peer = socket.socketpair()
+    reader = protocol.FrameReader(ours, max_size=protocol.MAX_FRAME_TO_SANDBOX)
+    sender = _send_later(peer, [(0.01, TASK[:5])])
+    with pytest.raises(protocol.ChannelClosed, match="5 bytes of an incomplete frame"):
+        reader.recv(poll_seconds=0.5)
+    sender.join()
+    ours.close()
