@@ -1,6 +1,6 @@
 """Cost of the sandbox: the same episodes in-process and through the docker sandbox, for Greedy and a torch MLP.
 
-    python benchmarks/bench_sandbox.py [--episodes 10] [--tasks 500] [--runs 5] [--backend docker]
+    python benchmarks/bench_sandbox.py [--episodes 10] [--tasks 500] [--runs 5] [--backend docker] [--poll-us 0]
 
 Per policy and run, in one process and one run:
 
@@ -14,10 +14,13 @@ Per policy and run, in one process and one run:
   CPU is shared with the timed evaluation, as in a worker; the benchmark waits for them between runs).
 
 The per-decision overhead is (sandbox episode time - in-process episode time) / decisions, measured on the cold
-sandbox. To tell the channel's cost from the policy computing slower in the sandbox, the harness times the policy's
-calls inside the sandbox and reports them (``pol sb``) next to the same calls timed in-process (``pol in``); ``repl``
-is the sandbox's replica update per decision. Every figure is the median over ``--runs`` runs. The issue's goals:
-overhead under 2x the channel's round trip, and a whole 10-episode Greedy evaluation within 3x of in-process.
+sandbox. It includes each episode's start and end in the sandbox (fork, connect, exit), spread over its decisions;
+``steady`` is the same without them, the cost of a decision once the episode runs (container start, import and the
+episode's start and end are fixed costs the table shows on their own). To tell the channel's cost from the policy
+computing slower in the sandbox, the harness times the policy's calls inside the sandbox and reports them (``pol
+sb``) next to the same calls timed in-process (``pol in``); ``repl`` is the sandbox's replica update per decision.
+Every figure is the median over ``--runs`` runs. The issue's goals: overhead under 2x the channel's round trip, and
+a whole 10-episode Greedy evaluation within 3x of in-process.
 
 Needs the engine and the image (worker/sandbox/start_dockerd.sh, worker/sandbox/build_image.sh).
 """
@@ -43,6 +46,7 @@ from layersched.sim.episode import run_episode
 from layersched.sim.episodes import EpisodeSpec, policy_seed
 from layersched.sim.scenario import Scenario
 from layersched.worker.harness import configure_torch, seed_globals
+from layersched.worker.limits import SandboxLimits
 from layersched.worker.runner import EpisodeJob, EpisodeOutcome, SandboxSession, open_sandbox
 from layersched.worker.sandbox_pool import SandboxPool
 
@@ -96,6 +100,15 @@ class Run:
         fixed = self.sandbox_total("setup_seconds") + self.sandbox_total("end_seconds")
         return fixed / len(self.cold.outcomes)
 
+    @property
+    def episode_fixed_per_decision(self) -> float:
+        return self.episode_fixed_seconds * len(self.cold.outcomes) / self.decisions
+
+    @property
+    def steady_overhead_per_decision(self) -> float:
+        """The overhead of a decision once its episode runs: without the episode's start and end."""
+        return self.overhead_per_decision - self.episode_fixed_per_decision
+
 
 def raw_round_trip(n: int = 2000) -> float:
     """Median round trip of one byte over a Unix socket pair to a forked echo process: the kernel's own cost."""
@@ -141,11 +154,12 @@ def evaluate(
     episodes: list[EpisodeSpec],
     backend: str,
     pool: SandboxPool | None,
+    limits: SandboxLimits,
     before_episodes: Callable[[SandboxSession, list[EpisodeJob]], None] = lambda s, j: None,
 ) -> Whole:
     """One whole evaluation; ``before_episodes`` runs untimed between the open and the episodes."""
     t0 = time.perf_counter()
-    session = open_sandbox(bundle, backend=backend, pool=pool)  # type: ignore[arg-type]
+    session = open_sandbox(bundle, backend=backend, pool=pool, limits=limits)  # type: ignore[arg-type]
     with session:
         opened = time.perf_counter() - t0
         if session.startup.status is not None:
@@ -164,7 +178,12 @@ def evaluate(
 
 
 def measure(
-    bundle: Path, scenario: Scenario, episodes: list[EpisodeSpec], backend: str, pool: SandboxPool | None
+    bundle: Path,
+    scenario: Scenario,
+    episodes: list[EpisodeSpec],
+    backend: str,
+    pool: SandboxPool | None,
+    limits: SandboxLimits,
 ) -> Run:
     policy = load_policy(bundle)
     policy_time = [0.0]
@@ -190,13 +209,13 @@ def measure(
             expected.append(result.trace_hash)
         rtts.extend(session.ping(500))
 
-    cold = evaluate(bundle, scenario, episodes, backend, None, in_process)
+    cold = evaluate(bundle, scenario, episodes, backend, None, limits, in_process)
     raw = raw_round_trip()
     warm = None
     if pool is not None:
         if not pool.wait_ready(120):
             sys.exit("the warm pool did not fill")
-        warm = evaluate(bundle, scenario, episodes, backend, pool)
+        warm = evaluate(bundle, scenario, episodes, backend, pool, limits)
         pool.drain()  # the used container's removal, untimed: the next run starts from a quiet, full pool
         pool.wait_ready(120)
     for whole in (cold, warm):
@@ -215,15 +234,27 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=500)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--backend", choices=["docker", "process"], default="docker")
+    parser.add_argument(
+        "--poll-us",
+        type=int,
+        default=round(SandboxLimits().poll_seconds * 1e6),
+        help="LAYERSCHED_SANDBOX_POLL_US for the sandboxes (default: the service's default)",
+    )
     args = parser.parse_args()
     scenario = Scenario(n_tasks=args.tasks)
     episodes = [EpisodeSpec(f"bench-{i}", seed=i) for i in range(args.episodes)]
-    pool = SandboxPool(size=1) if args.backend == "docker" else None
-    print(f"{args.episodes} episodes x {args.tasks} tasks, {args.backend} sandbox, medians of {args.runs} runs")
+    limits = SandboxLimits(poll_seconds=args.poll_us * 1e-6)
+    pool = SandboxPool(size=1, limits=limits) if args.backend == "docker" else None
+    print(
+        f"{args.episodes} episodes x {args.tasks} tasks, {args.backend} sandbox, poll {args.poll_us} us, "
+        f"medians of {args.runs} runs"
+    )
     results: dict[str, list[Run]] = {}
     try:
         for name in ("greedy", "torch_mlp"):
-            results[name] = [measure(POLICIES / name, scenario, episodes, args.backend, pool) for _ in range(args.runs)]
+            results[name] = [
+                measure(POLICIES / name, scenario, episodes, args.backend, pool, limits) for _ in range(args.runs)
+            ]
     finally:
         if pool is not None:
             pool.close()
@@ -235,7 +266,8 @@ def main() -> None:
     print("\nper decision (cold sandbox's episodes vs in-process; us)")
     header = (
         f"{'policy':<10} {'in-proc s':>9} {'sandbox s':>9} {'eps/in':>6} {'raw':>6} {'rtt':>6} {'ovh':>6} "
-        f"{'ovh/rtt':>7} {'pol in':>6} {'pol sb':>6} {'sb/in':>5} {'repl':>5} {'ep ms':>5} {'ep/dec':>6}"
+        f"{'ovh/rtt':>7} {'steady':>6} {'st/rtt':>6} {'pol in':>6} {'pol sb':>6} {'sb/in':>5} {'repl':>5} "
+        f"{'ep ms':>5} {'ep/dec':>6}"
     )
     print(header)
     print("-" * len(header))
@@ -245,19 +277,22 @@ def main() -> None:
         rtt, overhead = med(runs, lambda r: r.rtt_seconds), med(runs, lambda r: r.overhead_per_decision)
         pol_in = med(runs, lambda r: r.inproc_policy_seconds / r.decisions)
         pol_sb = med(runs, lambda r: r.sandbox_per_decision("policy_seconds"))
+        steady = med(runs, lambda r: r.steady_overhead_per_decision)
         print(
             f"{name:<10} {inproc:>9.3f} {sandboxed:>9.3f} {sandboxed / inproc:>6.2f} "
             f"{med(runs, lambda r: r.raw_rtt_seconds) * 1e6:>6.1f} {rtt * 1e6:>6.1f} {overhead * 1e6:>6.1f} "
-            f"{overhead / rtt:>7.2f} {pol_in * 1e6:>6.1f} {pol_sb * 1e6:>6.1f} {pol_sb / pol_in:>5.2f} "
+            f"{overhead / rtt:>7.2f} {steady * 1e6:>6.1f} {steady / rtt:>6.2f} "
+            f"{pol_in * 1e6:>6.1f} {pol_sb * 1e6:>6.1f} {pol_sb / pol_in:>5.2f} "
             f"{med(runs, lambda r: r.sandbox_per_decision('replica_seconds')) * 1e6:>5.1f} "
             f"{med(runs, lambda r: r.episode_fixed_seconds) * 1e3:>5.1f} "
-            f"{med(runs, lambda r: r.episode_fixed_seconds * len(r.cold.outcomes) / r.decisions) * 1e6:>6.1f}"
+            f"{med(runs, lambda r: r.episode_fixed_per_decision) * 1e6:>6.1f}"
         )
     print("raw: 1-byte Unix socket echo between two host processes; rtt: one framed ping through the sandbox's")
     print("channel; ovh: per-decision overhead of the sandbox over in-process; pol in / pol sb: the policy's own")
     print("call, timed in-process and (by the harness) inside the sandbox, sb/in their ratio; repl: the sandbox's")
     print("replica update; ep ms: per episode, the sandbox's start (fork, connect) and end (exit) of the episode")
-    print("process, and ep/dec that spread over its decisions. The overhead includes pol sb - pol in and ep/dec.")
+    print("process, and ep/dec that spread over its decisions. The overhead includes pol sb - pol in and ep/dec;")
+    print("steady is the overhead without ep/dec (a decision's cost once its episode runs), st/rtt its ratio.")
 
     for label, pick in (("cold: a fresh container", "cold"), ("warm: claimed from a filled pool", "warm")):
         if any(getattr(r, pick) is None for runs in results.values() for r in runs):

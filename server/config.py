@@ -61,9 +61,10 @@ class Settings(BaseSettings):
             le=10_000,
             description="microseconds a sandbox's episode process looks for its next task before it sleeps; the next "
             "task follows each reply within tens of microseconds, and a process that slept through that gap decides "
-            "slower (benchmarks/bench_sandbox.py); 0 turns polling off",
+            "slower (benchmarks/bench_sandbox.py --poll-us 200); 0 (default) never polls, since polling spends CPU "
+            "another worker may need (see SandboxLimits.poll_seconds)",
         ),
-    ] = 200
+    ] = 0
     allow_process_for_hidden: Annotated[
         bool,
         Field(description="run hidden episodes in the process sandbox when Docker is missing (trusted demos only)"),

@@ -40,10 +40,13 @@ class SandboxLimits:
     tmp_bytes: int = 64 * MiB
     """Size of the writable ``/tmp`` tmpfs, the only writable place in the container (counts towards memory)."""
 
-    poll_seconds: float = 200e-6
+    poll_seconds: float = 0.0
     """How long an episode process looks for its next task without sleeping, before it waits asleep. The next task
     follows a reply within tens of microseconds (the worker's check and send); a process that slept through that
-    gap ran its next policy call slower on these VMs (measured by benchmarks/bench_sandbox.py). 0 turns it off."""
+    gap ran its next policy call slower on these VMs (benchmarks/bench_sandbox.py --poll-us 200). Off (0) by
+    default: polling spends CPU that another worker's evaluation may need, and on two vCPUs with two workers its
+    effect on throughput could not be told from the machine's drift (benchmarks/bench_pipeline.py with
+    LAYERSCHED_SANDBOX_POLL_US=200 and =0, alternated: each was faster in one round). It pays where cores are spare."""
 
     output_bytes: int = 1 * MiB
     """Captured bytes per stream (stdout, stderr) per episode; the rest is dropped and counted."""
