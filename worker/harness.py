@@ -489,9 +489,9 @@ class Harness:
         """Hand ``message`` to the spare (forking one now if there is none, or it predates a scenario)."""
         if self.spare is not None and self.spare.scenarios_seen != self.scenarios_changed:
             self._discard_spare()
+        payload = protocol.encode(message)
         for _ in range(2):
             spare, self.spare = self.spare or self._fork_spare(), None
-            payload = protocol.encode(message)
             try:
                 _write_all(spare.go, payload)
             except BrokenPipeError:  # it died waiting (killed from outside): fork another
