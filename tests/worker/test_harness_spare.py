@@ -21,7 +21,7 @@ from layersched.sim.env import ClusterEnv
 from layersched.sim.scenario import Scenario
 from layersched.sim.workload import draw_episode
 from layersched.worker import protocol
-from layersched.worker.harness import Harness, nodes_to_wire
+from layersched.worker.harness import Harness, _Spare, nodes_to_wire
 
 POLICIES = Path(__file__).parent / "policies"
 
@@ -64,6 +64,13 @@ def reap(pid: int) -> int:
     return status
 
 
+def finish(process: _Spare) -> None:
+    """Reap an episode process whose connection the test has closed, and close the harness's ends of its pipes."""
+    reap(process.pid)
+    for fd in (process.out_r, process.err_r):
+        os.close(fd)
+
+
 def test_a_spare_serves_the_next_episode(harness):
     h, listener = harness
     h.spare = h._fork_spare()
@@ -71,9 +78,7 @@ def test_a_spare_serves_the_next_episode(harness):
     process = h._start_episode_process(episode_message("e0"))
     assert process.pid == forked and h.spare is None
     says_hello(listener, "e0")
-    reap(process.pid)
-    for fd in (process.out_r, process.err_r):
-        os.close(fd)
+    finish(process)
 
 
 def test_a_spare_that_died_waiting_is_replaced(harness):
@@ -85,9 +90,7 @@ def test_a_spare_that_died_waiting_is_replaced(harness):
     process = h._start_episode_process(episode_message("e1"))
     assert process.pid != dead
     says_hello(listener, "e1")
-    reap(process.pid)
-    for fd in (process.out_r, process.err_r):
-        os.close(fd)
+    finish(process)
 
 
 def test_a_spare_older_than_a_scenario_is_not_used(harness):
@@ -101,9 +104,7 @@ def test_a_spare_older_than_a_scenario_is_not_used(harness):
     with pytest.raises(ChildProcessError):  # the stale spare was ended and reaped
         os.waitpid(stale, os.WNOHANG)
     says_hello(listener, "e2")
-    reap(process.pid)
-    for fd in (process.out_r, process.err_r):
-        os.close(fd)
+    finish(process)
 
 
 def test_an_unused_spare_ends_when_discarded(harness):
