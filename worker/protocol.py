@@ -93,23 +93,18 @@ _TASK_FRAME = re.compile(
     + _FLOAT
     + rb"\]\}"
 )
-NONCE_BITS = 62  # per task: an early reply would have to guess it (see new_nonce)
-
-
-def new_nonce() -> int:
-    """A fresh nonce for one task frame, from the operating system's generator.
-
-    The sandbox must echo it in its reply, so a reply written before its task was sent (an "early" reply, a blind
-    guess at the next step) cannot carry it. It must not be predictable from earlier nonces: a seeded generator
-    such as ``random.Random`` could be reconstructed from the nonces a policy has seen.
-    """
-    return int.from_bytes(os.urandom(8), "big") >> (64 - NONCE_BITS)
+NONCE_BITS = 62  # per task: an early reply would have to guess it (see new_nonces)
 
 
 def new_nonces(n: int) -> list[int]:
-    """``n`` fresh nonces (see ``new_nonce``) from one read of the operating system's generator: an episode's
-    nonces are drawn when it starts, which saves a system call per decision. They stay in the trusted process until
-    each is sent with its task, so the sandbox learns each one only when it may use it."""
+    """``n`` fresh nonces, one per task frame, from one read of the operating system's generator.
+
+    The sandbox must echo a task's nonce in its reply, so a reply written before its task was sent (an "early"
+    reply, a blind guess at the next step) cannot carry it. They must not be predictable from earlier nonces: a
+    seeded generator such as ``random.Random`` could be reconstructed from the nonces a policy has seen. An
+    episode's nonces are drawn when it starts (one system call, not one per decision); they stay in the trusted
+    process until each is sent with its task, so the sandbox learns each one only when it may use it.
+    """
     shift = 64 - NONCE_BITS
     data = os.urandom(8 * n)
     return [int.from_bytes(data[i : i + 8], "big") >> shift for i in range(0, 8 * n, 8)]
