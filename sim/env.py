@@ -296,15 +296,22 @@ class ClusterEnv:
             # Every queue is idle by now and every cached layer is there: a node's download starts at now, and its
             # layers are ready when the last missing one is, or at now if none is missing (see _done). Most calls
             # late in an episode, when tasks arrive after the downloads of earlier ones, take this shorter loop.
+            # Each row is built in one expression per case: naming the intermediate features costs more than the
+            # arithmetic here. A node missing nothing has its layers at now (no fold, download 0.0).
             for _, increments, _, missing_gb, _, (_, slot_free, freq, share) in plans:  # type: ignore[misc]
-                done = fold(increments, now)
-                download = (done - now) / 100.0
                 compute = cycles / freq
+                done = fold(increments, now) if increments else now
                 if slot_free > done:  # the container waits for a slot
-                    wait, start = (slot_free - done) / 100.0, slot_free
+                    flat += (
+                        missing_gb,
+                        (done - now) / 100.0,
+                        (slot_free - done) / 100.0,
+                        compute / 100.0,
+                        (slot_free + compute - now) / 100.0,
+                        share,
+                    )
                 else:
-                    wait, start = 0.0, done
-                flat += (missing_gb, download, wait, compute / 100.0, (start + compute - now) / 100.0, share)
+                    flat += (missing_gb, (done - now) / 100.0, 0.0, compute / 100.0, (done + compute - now) / 100.0, share)
         else:
             for latest, increments, _, missing_gb, _, (t_queue, slot_free, freq, share) in plans:  # type: ignore[misc]
                 if increments:
