@@ -260,6 +260,10 @@ class FrameReader:
         peer if both share one core, so polling never delays the message it waits for.
         """
         sock, clock, flags = self.sock, time.perf_counter, socket.MSG_DONTWAIT
+        # A socket with a timeout waits in poll() before every recv, MSG_DONTWAIT or not (CPython's sock_call):
+        # only a blocking socket makes the reads below return at once. recv() sets the deadline again after this.
+        if sock.gettimeout() is not None:
+            sock.settimeout(None)
         until = clock() + seconds
         while True:
             try:

@@ -736,7 +736,7 @@ class _Episode:
                 return self._abort("timeout", self._budget_message(step, episode_deadline), hung=True)
             decision_deadline = min(sent_at + limits.decision_seconds, episode_deadline)
             try:
-                reply = reader.recv(decision_deadline)
+                reply = reader.recv(decision_deadline, poll_seconds=limits.poll_seconds)
                 reply_wait += time.monotonic() - sent_at
             except protocol.ChannelTimeout:
                 if decision_deadline < episode_deadline:

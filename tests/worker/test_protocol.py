@@ -372,3 +372,18 @@ def test_a_polling_reader_reports_a_close_during_the_poll():
         reader.recv(poll_seconds=0.5)
     sender.join()
     ours.close()
+
+
+def test_a_polling_reader_polls_a_socket_left_with_a_timeout_and_keeps_the_deadline():
+    # The trusted side reads with deadlines, so its socket carries the last call's timeout. A socket with a timeout
+    # waits in poll() before every recv, MSG_DONTWAIT or not: the poll must not inherit that wait (it raised
+    # TimeoutError after 0.2 s here), and the deadline still holds after the poll.
+    ours, peer = socket.socketpair()
+    ours.settimeout(0.2)
+    reader = protocol.FrameReader(ours, max_size=protocol.MAX_FRAME_TO_SANDBOX)
+    sender = _send_later(peer, [(0.4, TASK), (0.5, b"")])  # then open for 0.5 s more, silent
+    assert reader.recv(time.monotonic() + 10, poll_seconds=0.001)["step"] == 3
+    with pytest.raises(protocol.ChannelTimeout, match="before the deadline"):
+        reader.recv(time.monotonic() + 0.05, poll_seconds=0.001)
+    sender.join()
+    ours.close()
