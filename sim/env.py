@@ -311,7 +311,14 @@ class ClusterEnv:
                         share,
                     )
                 else:
-                    flat += (missing_gb, (done - now) / 100.0, 0.0, compute / 100.0, (done + compute - now) / 100.0, share)
+                    flat += (
+                        missing_gb,
+                        (done - now) / 100.0,
+                        0.0,
+                        compute / 100.0,
+                        (done + compute - now) / 100.0,
+                        share,
+                    )
         else:
             for latest, increments, _, missing_gb, _, (t_queue, slot_free, freq, share) in plans:  # type: ignore[misc]
                 if increments:

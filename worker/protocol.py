@@ -201,6 +201,14 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
     return bytes(buf)
 
 
+# Polling (FrameReader._poll): a sched_yield that took longer than this ran another process first, so the CPU is
+# shared and spinning would slow someone down; the reader then sleeps through its next PAUSE_READS reads before
+# it polls again (about 64 decisions, a few milliseconds: it notices when the other evaluation has finished).
+SHARED_CPU_SECONDS = 20e-6
+PAUSE_READS = 64
+_clock, _yield_cpu = time.perf_counter, os.sched_yield  # module names, so tests can stand in a fake
+
+
 class FrameReader:
     """Reads frames from one socket through a buffer: one ``recv`` per frame instead of two on the hot path.
 
@@ -212,12 +220,16 @@ class FrameReader:
         self.sock = sock
         self.max_size = max_size
         self._buf = bytearray()
+        self._poll_paused = 0  # reads left that sleep at once, after a poll found the CPU shared (see _poll)
 
     def recv(self, deadline: float | None = None, *, poll_seconds: float = 0.0) -> dict[str, Any]:
         """The next frame. ``poll_seconds``: first look for it without sleeping for up to that long (see ``_poll``)."""
         buf = self._buf
-        if poll_seconds > 0 and not self._has_frame():
-            self._poll(poll_seconds)
+        if poll_seconds > 0:
+            if self._poll_paused:
+                self._poll_paused -= 1
+            elif not self._has_frame() and self._poll(poll_seconds):
+                self._poll_paused = PAUSE_READS
         while True:
             if len(buf) >= HEADER.size:
                 (size,) = HEADER.unpack_from(buf)
@@ -251,15 +263,20 @@ class FrameReader:
         buf = self._buf
         return len(buf) >= HEADER.size and len(buf) >= HEADER.size + HEADER.unpack_from(buf)[0]
 
-    def _poll(self, seconds: float) -> None:
-        """Read what arrives within ``seconds`` without sleeping, yielding the CPU between tries.
+    def _poll(self, seconds: float) -> bool:
+        """Read what arrives within ``seconds`` without sleeping, yielding the CPU between tries. True if it stopped
+        early because the CPU is shared (then the caller sleeps through its next ``PAUSE_READS`` reads).
 
         A process that sleeps between two messages a few tens of microseconds apart wakes up slow: on these VMs its
-        next piece of work ran up to 2x slower (an idle virtual CPU is descheduled and its caches go cold), besides
-        the wake-up itself. Polling briefly keeps it awake through such gaps; ``sched_yield`` hands the CPU to the
-        peer if both share one core, so polling never delays the message it waits for.
+        next piece of work ran up to 2x slower (an idle virtual CPU is descheduled and its caches go cold), and the
+        sender pays for the wake-up too (a send to a sleeping reader took 15-20 us, 2-3 us to a polling one).
+        Polling keeps both ends awake through such gaps. It only pays while cores are spare: with as many busy
+        processes as cores, the spinning takes the time another evaluation needs (two workers on two cores: 51 s
+        instead of 41 s for benchmarks/bench_pipeline.py). ``sched_yield`` tells the two apart: it returns at once
+        when nothing else wants this core, and runs another process first when something does. A yield that took
+        longer than ``SHARED_CPU_SECONDS`` ends the poll.
         """
-        sock, clock, flags = self.sock, time.perf_counter, socket.MSG_DONTWAIT
+        sock, clock, flags, yield_cpu = self.sock, _clock, socket.MSG_DONTWAIT, _yield_cpu
         # A socket with a timeout waits in poll() before every recv, MSG_DONTWAIT or not (CPython's sock_call):
         # only a blocking socket makes the reads below return at once. recv() sets the deadline again after this.
         if sock.gettimeout() is not None:
@@ -269,15 +286,18 @@ class FrameReader:
             try:
                 chunk = sock.recv(1 << 16, flags)
             except (BlockingIOError, InterruptedError):
-                if clock() >= until:
-                    return
-                os.sched_yield()
+                now = clock()
+                if now >= until:
+                    return False
+                yield_cpu()
+                if clock() - now > SHARED_CPU_SECONDS:
+                    return True
                 continue
             if not chunk:
-                return  # EOF: the blocking read that follows reports it
+                return False  # EOF: the blocking read that follows reports it
             self._buf += chunk
             if self._has_frame():
-                return
+                return False
 
 
 def expect(message: dict[str, Any], kind: str, fields: dict[str, type | tuple[type, ...]]) -> dict[str, Any]:

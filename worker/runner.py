@@ -54,7 +54,7 @@ from layersched.sim.episodes import EpisodeSpec
 from layersched.sim.errors import PolicyError
 from layersched.sim.scenario import Scenario
 from layersched.sim.version import SIM_VERSION
-from layersched.sim.workload import draw_episode
+from layersched.sim.workload import draw_nodes, draw_tasks
 from layersched.worker import protocol
 from layersched.worker.harness import nodes_to_wire, scenario_to_wire, sim_fingerprint
 from layersched.worker.limits import SandboxLimits
@@ -678,10 +678,10 @@ class _Episode:
         episode_deadline = min(started + limits.episode_seconds, s._submission_deadline)
         env = s._env(job)
         # What env.reset(rng) does, keeping the node specs to send: the replica learns them, not the workload's rng.
-        specs, tasks = draw_episode(job.scenario, job.episode.workload_rng())
+        # The nodes come first from the generator; the tasks are drawn while the episode process starts.
+        workload = job.episode.workload_rng()
+        specs = draw_nodes(job.scenario, workload)
         env.start(specs)
-        env.tasks = tasks
-        task = tasks[0]
         try:
             s._send_scenario(job)
             assert s._ctl is not None
@@ -695,6 +695,7 @@ class _Episode:
                     "nodes": nodes_to_wire(specs),
                 },
             )
+            tasks = env.tasks = draw_tasks(job.scenario, workload)  # about 1 ms, overlapped with the fork and connect
             self.conn = s._accept(
                 min(time.monotonic() + limits.decision_seconds + limits.startup_seconds, episode_deadline), s._ctl
             )
@@ -722,6 +723,7 @@ class _Episode:
         except OSError as exc:
             return self._abort("infrastructure_error", f"channel failed before step 0: {exc}")
 
+        task = tasks[0]
         step = 0
         reply_wait = 0.0
         sent_at = time.monotonic()

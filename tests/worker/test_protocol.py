@@ -387,3 +387,57 @@ def test_a_polling_reader_polls_a_socket_left_with_a_timeout_and_keeps_the_deadl
         reader.recv(time.monotonic() + 0.05, poll_seconds=0.001)
     sender.join()
     ours.close()
+
+
+class _FakeCPU:
+    """Stands in for the poll's clock and sched_yield: each clock read advances 1 us, each yield ``yield_us``."""
+
+    def __init__(self, yield_us: float) -> None:
+        self.now, self.yield_us, self.yields = 0.0, yield_us, 0
+
+    def clock(self) -> float:
+        self.now += 1e-6
+        return self.now
+
+    def sched_yield(self) -> None:
+        self.yields += 1
+        self.now += self.yield_us * 1e-6
+
+
+def _fake_cpu(monkeypatch, yield_us: float) -> _FakeCPU:
+    cpu = _FakeCPU(yield_us)
+    monkeypatch.setattr(protocol, "_clock", cpu.clock)
+    monkeypatch.setattr(protocol, "_yield_cpu", cpu.sched_yield)
+    return cpu
+
+
+def test_a_polling_reader_stops_polling_for_a_while_when_the_cpu_is_shared(monkeypatch):
+    # A yield that returns late means another process ran on this core first: spinning would take its time. The
+    # poll ends after that yield and the next PAUSE_READS reads sleep at once (no poll), then polling resumes.
+    cpu = _fake_cpu(monkeypatch, yield_us=1e6 * protocol.SHARED_CPU_SECONDS + 5)
+    ours, peer = socket.socketpair()
+    reader = protocol.FrameReader(ours, max_size=protocol.MAX_FRAME_TO_SANDBOX)
+    sender = _send_later(peer, [(0.05, TASK)] + [(0.001, TASK)] * protocol.PAUSE_READS + [(0.05, TASK)])
+    assert reader.recv(poll_seconds=0.001)["step"] == 3  # the poll gave up after one yield; the read slept
+    assert cpu.yields == 1
+    for _ in range(protocol.PAUSE_READS):
+        reader.recv(poll_seconds=0.001)
+    assert cpu.yields == 1  # paused: none of these polled
+    reader.recv(poll_seconds=0.001)  # its frame comes 50 ms later: this read polls again (one slow yield)
+    assert cpu.yields == 2
+    sender.join()
+    ours.close()
+
+
+def test_a_polling_reader_keeps_polling_while_the_cpu_is_its_own(monkeypatch):
+    cpu = _fake_cpu(monkeypatch, yield_us=1)  # each yield returns at once: nothing else wants the core
+    ours, peer = socket.socketpair()
+    reader = protocol.FrameReader(ours, max_size=protocol.MAX_FRAME_TO_SANDBOX)
+    sender = _send_later(peer, [(0.02, TASK), (0.02, TASK)])
+    assert reader.recv(poll_seconds=0.001)["step"] == 3  # 1 ms of fake time: the poll ends before the frame
+    first = cpu.yields
+    assert first > 100
+    assert reader.recv(poll_seconds=0.001)["step"] == 3
+    assert cpu.yields > first + 100  # the second read polled as long again
+    sender.join()
+    ours.close()
