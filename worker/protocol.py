@@ -201,12 +201,17 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
     return bytes(buf)
 
 
-# Polling (FrameReader._poll): a sched_yield that took longer than this ran another process first, so the CPU is
-# shared and spinning would slow someone down; the reader then sleeps through its next PAUSE_READS reads before
-# it polls again (about 64 decisions, a few milliseconds: it notices when the other evaluation has finished).
-SHARED_CPU_SECONDS = 20e-6
+# Polling (FrameReader._poll) pays only while this core is ours. Alone on it, a polling reader runs all the time it
+# polls; sharing it (with a process of another evaluation, spinning or computing, or with its own peer) it runs part
+# of that time. A poll of at least JUDGED_POLL_SECONDS in which the reader ran less than SHARED_CPU_SHARE of the time
+# found the core shared; SHARED_POLLS such polls in a row (one alone is the peer passing through, or a daemon) stop
+# polling for the next PAUSE_READS reads (a few milliseconds of decisions: it notices when the other has finished).
+JUDGED_POLL_SECONDS = 20e-6
+SHARED_CPU_SHARE = 0.7
+SHARED_POLLS = 2
 PAUSE_READS = 64
-_clock, _yield_cpu = time.perf_counter, os.sched_yield  # module names, so tests can stand in a fake
+# Module names, so tests can stand in a fake: wall clock, this thread's CPU clock, and the yield.
+_clock, _cpu_clock, _yield_cpu = time.perf_counter, time.thread_time, os.sched_yield
 
 
 class FrameReader:
@@ -220,7 +225,8 @@ class FrameReader:
         self.sock = sock
         self.max_size = max_size
         self._buf = bytearray()
-        self._poll_paused = 0  # reads left that sleep at once, after a poll found the CPU shared (see _poll)
+        self._shared_polls = 0  # polls in a row that found the core shared (see _poll)
+        self._poll_paused = 0  # reads left that sleep at once, after SHARED_POLLS such polls
 
     def recv(self, deadline: float | None = None, *, poll_seconds: float = 0.0) -> dict[str, Any]:
         """The next frame. ``poll_seconds``: first look for it without sleeping for up to that long (see ``_poll``)."""
@@ -228,8 +234,13 @@ class FrameReader:
         if poll_seconds > 0:
             if self._poll_paused:
                 self._poll_paused -= 1
-            elif not self._has_frame() and self._poll(poll_seconds):
-                self._poll_paused = PAUSE_READS
+            elif not self._has_frame():
+                if not self._poll(poll_seconds):
+                    self._shared_polls = 0
+                elif (shared := self._shared_polls + 1) < SHARED_POLLS:
+                    self._shared_polls = shared
+                else:
+                    self._shared_polls, self._poll_paused = 0, PAUSE_READS
         while True:
             if len(buf) >= HEADER.size:
                 (size,) = HEADER.unpack_from(buf)
@@ -264,40 +275,40 @@ class FrameReader:
         return len(buf) >= HEADER.size and len(buf) >= HEADER.size + HEADER.unpack_from(buf)[0]
 
     def _poll(self, seconds: float) -> bool:
-        """Read what arrives within ``seconds`` without sleeping, yielding the CPU between tries. True if it stopped
-        early because the CPU is shared (then the caller sleeps through its next ``PAUSE_READS`` reads).
+        """Read what arrives within ``seconds`` without sleeping, yielding the CPU between tries. True if this
+        thread ran less than ``SHARED_CPU_SHARE`` of a poll that lasted at least ``JUDGED_POLL_SECONDS``: the core
+        is shared.
 
         A process that sleeps between two messages a few tens of microseconds apart wakes up slow: on these VMs its
         next piece of work ran up to 2x slower (an idle virtual CPU is descheduled and its caches go cold), and the
         sender pays for the wake-up too (a send to a sleeping reader took 15-20 us, 2-3 us to a polling one).
         Polling keeps both ends awake through such gaps. It only pays while cores are spare: with as many busy
         processes as cores, the spinning takes the time another evaluation needs (two workers on two cores: 51 s
-        instead of 41 s for benchmarks/bench_pipeline.py). ``sched_yield`` tells the two apart: it returns at once
-        when nothing else wants this core, and runs another process first when something does. A yield that took
-        longer than ``SHARED_CPU_SECONDS`` ends the poll.
+        instead of 41 s for benchmarks/bench_pipeline.py, with one worker 53 s instead of 86 s). The caller stops
+        polling for a while when polls keep finding the core shared.
         """
         sock, clock, flags, yield_cpu = self.sock, _clock, socket.MSG_DONTWAIT, _yield_cpu
         # A socket with a timeout waits in poll() before every recv, MSG_DONTWAIT or not (CPython's sock_call):
         # only a blocking socket makes the reads below return at once. recv() sets the deadline again after this.
         if sock.gettimeout() is not None:
             sock.settimeout(None)
-        until = clock() + seconds
+        started, cpu_started = clock(), _cpu_clock()
+        until = started + seconds
         while True:
             try:
                 chunk = sock.recv(1 << 16, flags)
             except (BlockingIOError, InterruptedError):
-                now = clock()
-                if now >= until:
-                    return False
+                if clock() >= until:
+                    break
                 yield_cpu()
-                if clock() - now > SHARED_CPU_SECONDS:
-                    return True
                 continue
             if not chunk:
-                return False  # EOF: the blocking read that follows reports it
+                break  # EOF: the blocking read that follows reports it
             self._buf += chunk
             if self._has_frame():
-                return False
+                break
+        wall = clock() - started
+        return wall >= JUDGED_POLL_SECONDS and _cpu_clock() - cpu_started < SHARED_CPU_SHARE * wall
 
 
 def expect(message: dict[str, Any], kind: str, fields: dict[str, type | tuple[type, ...]]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -390,54 +391,72 @@ def test_a_polling_reader_polls_a_socket_left_with_a_timeout_and_keeps_the_deadl
 
 
 class _FakeCPU:
-    """Stands in for the poll's clock and sched_yield: each clock read advances 1 us, each yield ``yield_us``."""
+    """Stands in for the poll's clocks and sched_yield: each wall-clock read advances 1 us, and this thread runs
+    ``share(poll)`` of the time during poll number ``poll`` (from 0; a poll starts with its first CPU-clock read)."""
 
-    def __init__(self, yield_us: float) -> None:
-        self.now, self.yield_us, self.yields = 0.0, yield_us, 0
+    def __init__(self, share: Callable[[int], float]) -> None:
+        self.share, self.now, self.cpu, self.yields, self.cpu_reads = share, 0.0, 0.0, 0, 0
 
     def clock(self) -> float:
         self.now += 1e-6
+        self.cpu += 1e-6 * self.share(self.cpu_reads // 2)
         return self.now
+
+    def cpu_clock(self) -> float:
+        self.cpu_reads += 1
+        return self.cpu
 
     def sched_yield(self) -> None:
         self.yields += 1
-        self.now += self.yield_us * 1e-6
 
 
-def _fake_cpu(monkeypatch, yield_us: float) -> _FakeCPU:
-    cpu = _FakeCPU(yield_us)
+def _fake_cpu(monkeypatch, share: Callable[[int], float]) -> _FakeCPU:
+    cpu = _FakeCPU(share)
     monkeypatch.setattr(protocol, "_clock", cpu.clock)
+    monkeypatch.setattr(protocol, "_cpu_clock", cpu.cpu_clock)
     monkeypatch.setattr(protocol, "_yield_cpu", cpu.sched_yield)
     return cpu
 
 
-def test_a_polling_reader_stops_polling_for_a_while_when_the_cpu_is_shared(monkeypatch):
-    # A yield that returns late means another process ran on this core first: spinning would take its time. The
-    # poll ends after that yield and the next PAUSE_READS reads sleep at once (no poll), then polling resumes.
-    cpu = _fake_cpu(monkeypatch, yield_us=1e6 * protocol.SHARED_CPU_SECONDS + 5)
+def _reader_with_late_frames(frames: int) -> tuple[protocol.FrameReader, socket.socket, threading.Thread]:
+    """A reader whose frames come 20 ms apart: each read polls (fake time runs out first), then sleeps for it."""
     ours, peer = socket.socketpair()
-    reader = protocol.FrameReader(ours, max_size=protocol.MAX_FRAME_TO_SANDBOX)
-    sender = _send_later(peer, [(0.05, TASK)] + [(0.001, TASK)] * protocol.PAUSE_READS + [(0.05, TASK)])
-    assert reader.recv(poll_seconds=0.001)["step"] == 3  # the poll gave up after one yield; the read slept
-    assert cpu.yields == 1
+    return (
+        protocol.FrameReader(ours, max_size=protocol.MAX_FRAME_TO_SANDBOX),
+        ours,
+        _send_later(peer, [(0.02, TASK)] * frames),
+    )
+
+
+def test_a_polling_reader_stops_polling_for_a_while_when_the_core_is_shared(monkeypatch):
+    # Polls in which the reader ran only half the time: something else wants this core, and spinning takes its time.
+    # After SHARED_POLLS of them the next PAUSE_READS reads sleep at once (no poll); then polling resumes.
+    cpu = _fake_cpu(monkeypatch, lambda poll: 0.5)
+    reader, ours, sender = _reader_with_late_frames(protocol.SHARED_POLLS + protocol.PAUSE_READS + 1)
+    for _ in range(protocol.SHARED_POLLS):
+        assert reader.recv(poll_seconds=0.001)["step"] == 3
+    polled = cpu.yields
+    assert polled > 100
     for _ in range(protocol.PAUSE_READS):
         reader.recv(poll_seconds=0.001)
-    assert cpu.yields == 1  # paused: none of these polled
-    reader.recv(poll_seconds=0.001)  # its frame comes 50 ms later: this read polls again (one slow yield)
-    assert cpu.yields == 2
+    assert cpu.yields == polled  # paused: none of these polled
+    reader.recv(poll_seconds=0.001)
+    assert cpu.yields > polled + 50  # polling again
     sender.join()
     ours.close()
 
 
-def test_a_polling_reader_keeps_polling_while_the_cpu_is_its_own(monkeypatch):
-    cpu = _fake_cpu(monkeypatch, yield_us=1)  # each yield returns at once: nothing else wants the core
-    ours, peer = socket.socketpair()
-    reader = protocol.FrameReader(ours, max_size=protocol.MAX_FRAME_TO_SANDBOX)
-    sender = _send_later(peer, [(0.02, TASK), (0.02, TASK)])
-    assert reader.recv(poll_seconds=0.001)["step"] == 3  # 1 ms of fake time: the poll ends before the frame
-    first = cpu.yields
-    assert first > 100
-    assert reader.recv(poll_seconds=0.001)["step"] == 3
-    assert cpu.yields > first + 100  # the second read polled as long again
+@pytest.mark.parametrize(
+    "share",
+    [lambda poll: 1.0, lambda poll: 0.5 if poll % 2 == 0 else 1.0],
+    ids=["core-of-its-own", "shared-now-and-then"],  # the second: never SHARED_POLLS shared polls in a row
+)
+def test_a_polling_reader_keeps_polling_while_the_core_is_its_own(monkeypatch, share):
+    cpu = _fake_cpu(monkeypatch, share)
+    reader, ours, sender = _reader_with_late_frames(6)
+    for _ in range(6):
+        before = cpu.yields
+        assert reader.recv(poll_seconds=0.001)["step"] == 3
+        assert cpu.yields > before + 100  # every read polled for its whole 1 ms of fake time
     sender.join()
     ours.close()
