@@ -14,7 +14,8 @@ the harness connects, reports its simulator (``sim``) and waits. ``claim`` check
 and that the image tag still names the image it was started from, and hands it over; the session copies the
 bundle into that directory (visible read-only inside) and sends ``load``, and the harness imports it as after a
 cold start. The claimed container leaves the pool for good: the session removes it at the end (here, in the
-background) and the pool starts another one.
+background), and only then does the pool start another one, so that the start's CPU (about 0.2 s) is not taken from
+the evaluation; a claim that finds no container ready waits for one the pool is starting.
 
 What issue #3 point 8 asks of a sandbox still holds: a container serves at most one evaluation (it is taken out of
 the pool under a lock and never put back; a session that must replace it starts a fresh one); before the claim it
@@ -58,6 +59,10 @@ BUNDLE_DIR = "bundle"
 PING_SECONDS = 2.0
 # Between failed starts (engine down, image missing) the pool waits longer and longer, up to this.
 MAX_BACKOFF_SECONDS = 30.0
+# The next container is started when the claimed one is let go (its evaluation ended), not while its evaluation
+# runs: a start costs about 0.2 s of CPU in the harness and the engine, which the evaluation would lose on a busy
+# machine. A claim that never comes back (a session that was not closed) holds the refill off for this long at most.
+REFILL_DEFER_SECONDS = 30.0
 
 
 def _container_config(limits: SandboxLimits) -> tuple[Any, ...]:
@@ -104,6 +109,8 @@ class SandboxPool:
         self._cond = threading.Condition()
         self._idle: collections.deque[WarmSandbox] = collections.deque()
         self._starting = 0
+        self._claimed: dict[str, float] = {}  # container id -> when it was claimed, until its session lets it go
+        self._failures = 0  # failed starts in a row (the filler backs off)
         self._closed = False
         self._removals: queue.Queue[Any] = queue.Queue()
         self._threads = [
@@ -123,22 +130,57 @@ class SandboxPool:
     def claim(self, limits: SandboxLimits, image: str | None = None) -> WarmSandbox | None:
         """Take a live, never-used container out of the pool for one evaluation, or None (start a fresh one).
 
-        Only a container that is ready now is handed out (a start under way goes to the next claim); one that died,
-        froze or was started from an image the tag no longer names is discarded.
+        With none ready, a start under way is waited for (it is as far along as a fresh start would be, and it
+        saves one); one that died, froze or was started from an image the tag no longer names is discarded. The
+        pool starts the next container when this one's session lets it go (``REFILL_DEFER_SECONDS``).
         """
         if self.size == 0 or not self.matches(limits, image):
             return None
         t0 = time.monotonic()
+        deadline = t0 + self.limits.startup_seconds
         while True:
             with self._cond:
+                while not self._idle and self._refilling() and time.monotonic() < deadline:
+                    self._cond.wait(deadline - time.monotonic())
                 warm = self._idle.popleft() if self._idle else None
-                self._cond.notify_all()  # the filler starts the next one now
+                if warm is not None:
+                    self._claimed[warm.backend.container.id] = time.monotonic()
+                self._cond.notify_all()
             if warm is None:
                 return None
             if self._usable(warm):
                 warm.claim_seconds = time.monotonic() - t0
+                warm.remove_later = self._release  # the session lets it go through this when it ends
                 return warm
+            self._forget_claim(warm.backend.container)
             warm.discard()
+
+    def _release(self, container: Any) -> None:
+        """A claimed container's session is done with it: remove it, and start the next one."""
+        self._forget_claim(container)
+        self.remove_later(container)
+
+    def _forget_claim(self, container: Any) -> None:
+        with self._cond:
+            if self._claimed.pop(container.id, None) is not None:
+                self._cond.notify_all()
+
+    def _refilling(self) -> bool:
+        """Whether a container is starting or about to (the filler is due and not backing off after failures).
+        Call with ``_cond`` held."""
+        if self._closed:
+            return False
+        return self._starting > 0 or (
+            self._failures == 0 and len(self._idle) + self._starting + self._in_use() < self.size
+        )
+
+    def _in_use(self) -> int:
+        """Claimed containers whose sessions still run (claims older than ``REFILL_DEFER_SECONDS`` no longer
+        count). Call with ``_cond`` held."""
+        too_old = time.monotonic() - REFILL_DEFER_SECONDS
+        for key in [key for key, at in self._claimed.items() if at < too_old]:
+            del self._claimed[key]
+        return len(self._claimed)
 
     def _usable(self, warm: WarmSandbox) -> bool:
         try:
@@ -163,11 +205,10 @@ class SandboxPool:
     # ------------------------------------------------------------------ background work
 
     def _fill(self) -> None:
-        failures = 0
         while True:
             with self._cond:
-                while not self._closed and len(self._idle) + self._starting >= self.size:
-                    self._cond.wait()
+                while not self._closed and len(self._idle) + self._starting + self._in_use() >= self.size:
+                    self._cond.wait(REFILL_DEFER_SECONDS if self._claimed else None)
                 if self._closed:
                     return
                 self._starting += 1
@@ -175,9 +216,9 @@ class SandboxPool:
             try:
                 warm = self._start_one()
             except Exception as exc:  # the engine or the image: keep trying, less and less often
-                failures += 1
+                self._failures += 1
                 log.log(
-                    logging.WARNING if failures == 1 else logging.DEBUG,
+                    logging.WARNING if self._failures == 1 else logging.DEBUG,
                     "could not start a pooled sandbox (%s); retrying in the background",
                     exc,
                 )
@@ -187,10 +228,10 @@ class SandboxPool:
                 if keep:
                     assert warm is not None
                     self._idle.append(warm)
-                    failures = 0
+                    self._failures = 0
                 self._cond.notify_all()
-                if failures:
-                    self._cond.wait(min(MAX_BACKOFF_SECONDS, 0.5 * 2**failures))
+                if self._failures:
+                    self._cond.wait(min(MAX_BACKOFF_SECONDS, 0.5 * 2**self._failures))
             if warm is not None and not keep:
                 warm.discard()
 

@@ -101,6 +101,33 @@ def test_a_pooled_container_serves_one_evaluation(client):
         assert pool.started == 4  # three claimed, one waiting
 
 
+def test_the_next_container_starts_when_the_claimed_one_is_let_go(client):
+    # A container start (about 0.2 s of CPU in the harness and the engine) would compete with the evaluation that
+    # claimed the pool's container: the refill waits until that evaluation's session ends.
+    with filled_pool() as pool:
+        with open_sandbox(POLICIES / "greedy", backend="docker", pool=pool) as session:
+            assert session.pooled
+            assert session.run_episode(make_job(session, "lab", LAB, EPISODES[0])).status == "ok"
+            time.sleep(2.0)  # several container starts' time (about 0.3 s here): the old refill would have begun
+            assert (pool.started, pool.idle()) == (1, 0)
+        assert pool.wait_ready(READY_SECONDS)
+        assert pool.started == 2
+
+
+def test_a_claim_while_the_next_container_starts_waits_for_it(client):
+    # Back-to-back evaluations: the second claim comes while the refill started by the first's release is under
+    # way. It waits for that container (as far along as a fresh start would be) instead of starting one more.
+    with filled_pool() as pool:
+        with open_sandbox(POLICIES / "greedy", backend="docker", pool=pool) as first:
+            assert first.pooled
+        with open_sandbox(POLICIES / "greedy", backend="docker", pool=pool) as second:
+            assert second.pooled
+            assert second.run_episode(make_job(second, "lab", LAB, EPISODES[0])).status == "ok"
+        assert pool.started == 2
+        assert pool.wait_ready(READY_SECONDS)
+        assert pool.started == 3
+
+
 def test_pooled_container_is_locked_down_like_a_fresh_one(client):
     limits = SandboxLimits(memory_bytes=768 * MiB, pids=48, cpus=0.5, tmp_bytes=16 * MiB)
 
@@ -154,9 +181,9 @@ def test_claim_after_the_pooled_container_died_starts_a_fresh_one(client, how):
             time.sleep(0.05)
         with open_sandbox(POLICIES / "greedy", backend="docker", pool=pool) as session:
             assert container_id(session) != idle
-            # A dead harness is seen at once; a frozen one after the ping's deadline, by when the pool may have a
-            # new container ready, which is then claimed instead of starting one.
-            assert how == "pause" or not session.pooled
+            # A dead harness is seen at once, a frozen one after the ping's deadline; either is discarded, and the
+            # claim takes the container the pool starts in its place (one start, as a fresh sandbox would cost).
+            assert session.pooled
             assert session.run_episode(make_job(session, "lab", LAB, EPISODES[0])).status == "ok"
         pool.drain()
         with pytest.raises(NotFound):
