@@ -76,6 +76,7 @@ class Run:
     inproc_policy_seconds: float
     rtt_seconds: float
     raw_rtt_seconds: float
+    raw_poll_rtt_seconds: float  # NaN without polling
     cold: Whole
     warm: Whole | None
     decisions: int
@@ -110,13 +111,25 @@ class Run:
         return self.overhead_per_decision - self.episode_fixed_per_decision
 
 
-def raw_round_trip(n: int = 2000) -> float:
-    """Median round trip of one byte over a Unix socket pair to a forked echo process: the kernel's own cost."""
+def _read_byte(sock: socket.socket, poll_seconds: float) -> bytes:
+    """One byte; first looked for without sleeping for up to ``poll_seconds`` (as ``FrameReader._poll`` does)."""
+    until = time.perf_counter() + poll_seconds
+    while time.perf_counter() < until:
+        try:
+            return sock.recv(1, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            os.sched_yield()
+    return sock.recv(1)
+
+
+def raw_round_trip(n: int = 2000, poll_seconds: float = 0.0) -> float:
+    """Median round trip of one byte over a Unix socket pair to a forked echo process: the kernel's own cost.
+    With ``poll_seconds``, both ends poll for the byte before they sleep, as the sandbox's channel then does."""
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     pid = os.fork()
     if pid == 0:
         a.close()
-        while data := b.recv(1):
+        while data := _read_byte(b, poll_seconds):
             b.sendall(data)
         os._exit(0)
     b.close()
@@ -124,7 +137,7 @@ def raw_round_trip(n: int = 2000) -> float:
     for _ in range(n):
         t = time.perf_counter()
         a.sendall(b"x")
-        a.recv(1)
+        _read_byte(a, poll_seconds)
         times.append(time.perf_counter() - t)
     a.close()
     os.waitpid(pid, 0)
@@ -211,6 +224,7 @@ def measure(
 
     cold = evaluate(bundle, scenario, episodes, backend, None, limits, in_process)
     raw = raw_round_trip()
+    raw_poll = raw_round_trip(poll_seconds=limits.poll_seconds) if limits.poll_seconds > 0 else NAN
     warm = None
     if pool is not None:
         if not pool.wait_ready(120):
@@ -225,7 +239,7 @@ def measure(
             if outcome.status != "ok" or outcome.trace_hash != trace:
                 sys.exit(f"{bundle.name}: sandbox and in-process disagree: {outcome}")
     decisions = sum(o.n_actions for o in cold.outcomes)
-    return Run(inproc[0], policy_time[0], statistics.median(rtts), raw, cold, warm, decisions)
+    return Run(inproc[0], policy_time[0], statistics.median(rtts), raw, raw_poll, cold, warm, decisions)
 
 
 def main() -> None:
@@ -265,7 +279,7 @@ def main() -> None:
 
     print("\nper decision (cold sandbox's episodes vs in-process; us)")
     header = (
-        f"{'policy':<10} {'in-proc s':>9} {'sandbox s':>9} {'eps/in':>6} {'raw':>6} {'rtt':>6} {'ovh':>6} "
+        f"{'policy':<10} {'in-proc s':>9} {'sandbox s':>9} {'eps/in':>6} {'raw':>6} {'rawp':>6} {'rtt':>6} {'ovh':>6} "
         f"{'ovh/rtt':>7} {'steady':>6} {'st/rtt':>6} {'pol in':>6} {'pol sb':>6} {'sb/in':>5} {'repl':>5} "
         f"{'ep ms':>5} {'ep/dec':>6}"
     )
@@ -280,14 +294,17 @@ def main() -> None:
         steady = med(runs, lambda r: r.steady_overhead_per_decision)
         print(
             f"{name:<10} {inproc:>9.3f} {sandboxed:>9.3f} {sandboxed / inproc:>6.2f} "
-            f"{med(runs, lambda r: r.raw_rtt_seconds) * 1e6:>6.1f} {rtt * 1e6:>6.1f} {overhead * 1e6:>6.1f} "
+            f"{med(runs, lambda r: r.raw_rtt_seconds) * 1e6:>6.1f} "
+            f"{med(runs, lambda r: r.raw_poll_rtt_seconds) * 1e6:>6.1f} "
+            f"{rtt * 1e6:>6.1f} {overhead * 1e6:>6.1f} "
             f"{overhead / rtt:>7.2f} {steady * 1e6:>6.1f} {steady / rtt:>6.2f} "
             f"{pol_in * 1e6:>6.1f} {pol_sb * 1e6:>6.1f} {pol_sb / pol_in:>5.2f} "
             f"{med(runs, lambda r: r.sandbox_per_decision('replica_seconds')) * 1e6:>5.1f} "
             f"{med(runs, lambda r: r.episode_fixed_seconds) * 1e3:>5.1f} "
             f"{med(runs, lambda r: r.episode_fixed_per_decision) * 1e6:>6.1f}"
         )
-    print("raw: 1-byte Unix socket echo between two host processes; rtt: one framed ping through the sandbox's")
+    print("raw: 1-byte Unix socket echo between two host processes; rawp: the same with both ends polling (only")
+    print("with --poll-us); rtt: one framed ping through the sandbox's")
     print("channel; ovh: per-decision overhead of the sandbox over in-process; pol in / pol sb: the policy's own")
     print("call, timed in-process and (by the harness) inside the sandbox, sb/in their ratio; repl: the sandbox's")
     print("replica update; ep ms: per episode, the sandbox's start (fork, connect) and end (exit) of the episode")

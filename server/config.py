@@ -59,10 +59,10 @@ class Settings(BaseSettings):
         Field(
             ge=0,
             le=10_000,
-            description="microseconds a sandbox's episode process looks for its next task before it sleeps; the next "
-            "task follows each reply within tens of microseconds, and a process that slept through that gap decides "
-            "slower (benchmarks/bench_sandbox.py --poll-us 200); 0 (default) never polls, since polling spends CPU "
-            "another worker may need (see SandboxLimits.poll_seconds)",
+            description="microseconds both ends of a sandbox's channel (worker and episode process) look for the next "
+            "message before they sleep: about 2x faster decisions where a worker has a spare core "
+            "(benchmarks/bench_sandbox.py --poll-us 200); 0 (default) never polls, since with as many workers as "
+            "cores polling takes CPU the other evaluations need (see SandboxLimits.poll_seconds)",
         ),
     ] = 0
     allow_process_for_hidden: Annotated[

@@ -41,12 +41,13 @@ class SandboxLimits:
     """Size of the writable ``/tmp`` tmpfs, the only writable place in the container (counts towards memory)."""
 
     poll_seconds: float = 0.0
-    """How long an episode process looks for its next task without sleeping, before it waits asleep. The next task
-    follows a reply within tens of microseconds (the worker's check and send); a process that slept through that
-    gap ran its next policy call slower on these VMs (benchmarks/bench_sandbox.py --poll-us 200). Off (0) by
-    default: polling spends CPU that another worker's evaluation may need, and on two vCPUs with two workers its
-    effect on throughput could not be told from the machine's drift (benchmarks/bench_pipeline.py with
-    LAYERSCHED_SANDBOX_POLL_US=200 and =0, alternated: each was faster in one round). It pays where cores are spare."""
+    """How long both ends of an episode's channel (the worker and the episode process) look for the next message
+    without sleeping, before they wait asleep. A reader woken from sleep costs its sender 15-20 us and starts its
+    next piece of work slower on these VMs; polling removes both (benchmarks/bench_sandbox.py --poll-us 200: Greedy's
+    per-decision overhead 109 -> 37 us). Off (0) by default: with as many workers as cores, polling takes CPU the
+    other evaluations need (benchmarks/bench_pipeline.py, two workers on two cores: 43.5 s -> 48 s, though polling
+    pauses when it finds its core shared, see protocol.FrameReader._poll); with a spare core per worker it pays (one
+    worker: 82 s -> 54-58 s)."""
 
     output_bytes: int = 1 * MiB
     """Captured bytes per stream (stdout, stderr) per episode; the rest is dropped and counted."""

@@ -1,0 +1,93 @@
+"""Instructions per late ``observe()`` call, layersched.sim against the lab transcription, counted by callgrind.
+
+Wall time on these VMs drifts by up to 40% between runs; instruction counts do not (the same binary, input and
+environment give the same count whatever else the machine does). This counts, for each simulator, the instructions
+of a process that warms up as ``bench_sim.py`` does (seed 0, 450 Greedy placements, every remaining task observed
+once) and then observes the 50 remaining tasks ``--passes`` more times, minus those of the same process with no
+extra passes: what is left is the cost of the calls alone. It is not a substitute for the timed benchmark (a
+simulator can execute fewer instructions more slowly), but it compares two variants of ``observe()`` to within a
+fraction of a percent in a minute.
+
+Run: ``python benchmarks/count_observe_instructions.py [--passes 50]`` (needs valgrind).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def observe_passes(which: str, passes: int) -> None:
+    """The measured process: warm up one simulator, then observe the remaining tasks ``passes`` times."""
+    sys.path.insert(0, str(HERE))
+    from bench_sim import WARMUP, LabEnv, lab_greedy, warm_up
+
+    from layersched.sim.baselines import greedy_estimate
+    from layersched.sim.catalog import load_catalog
+    from layersched.sim.env import ClusterEnv
+    from layersched.sim.scenario import Scenario
+
+    catalog = load_catalog("lab")
+    if which == "layersched":
+        env, policy = ClusterEnv(Scenario(catalog=catalog)), greedy_estimate
+    else:
+        env, policy = LabEnv(catalog.to_json()), lab_greedy  # type: ignore[assignment]
+    warm_up(env, policy, 0)
+    remaining = env.tasks[WARMUP:]
+    for task in remaining:  # plans made stale by the warm-up are rebuilt here, in both processes
+        env.observe(task)
+    for _ in range(passes):
+        for task in remaining:
+            env.observe(task)
+
+
+def instructions(which: str, passes: int) -> int:
+    """Instructions callgrind counts for ``observe_passes(which, passes)`` in a fresh interpreter."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        # One BLAS thread: idle OpenBLAS threads spin for a while after numpy loads, and callgrind counts them too.
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__]
+        result = subprocess.run(
+            [*command, "--child", which, str(passes)], env=env, capture_output=True, text=True, check=False
+        )
+        if result.returncode != 0:
+            raise SystemExit(f"callgrind run of {which!r} failed ({result.returncode}):\n{result.stderr[-2000:]}")
+        match = re.search(r"^summary:\s+(\d+)", out.read_text(), re.MULTILINE)
+        if match is None:
+            raise SystemExit(f"no instruction total in callgrind's output for {which!r}")
+        return int(match.group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--passes", type=int, default=50, help="extra passes over the 50 remaining tasks")
+    parser.add_argument("--child", nargs=2, metavar=("WHICH", "PASSES"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        observe_passes(args.child[0], int(args.child[1]))
+        return
+    if args.passes < 1:
+        parser.error(f"--passes must be at least 1, got {args.passes}")
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
+    calls = 50 * args.passes
+    per_call = {}
+    for which in ("lab", "layersched"):
+        per_call[which] = (instructions(which, args.passes) - instructions(which, 0)) / calls
+    ratio = per_call["lab"] / per_call["layersched"]
+    print(f"instructions per late observe() call ({calls} calls, seed 0, state after 450 Greedy placements):")
+    print(f"  lab transcription {per_call['lab']:10,.0f}")
+    print(f"  layersched.sim    {per_call['layersched']:10,.0f}   {ratio:.1f}x fewer")
+
+
+if __name__ == "__main__":
+    main()
