@@ -283,9 +283,9 @@ class FrameReader:
         next piece of work ran up to 2x slower (an idle virtual CPU is descheduled and its caches go cold), and the
         sender pays for the wake-up too (a send to a sleeping reader took 15-20 us, 2-3 us to a polling one).
         Polling keeps both ends awake through such gaps. It only pays while cores are spare: with as many busy
-        processes as cores, the spinning takes the time another evaluation needs (two workers on two cores: 51 s
-        instead of 41 s for benchmarks/bench_pipeline.py, with one worker 53 s instead of 86 s). The caller stops
-        polling for a while when polls keep finding the core shared.
+        processes as cores, the spinning takes the time another evaluation needs (benchmarks/bench_pipeline.py,
+        polling without the pause below: two workers on two cores 51 s instead of 41 s, one worker 53 s instead of
+        86 s). The caller stops polling for a while when polls keep finding the core shared (with it: 48 s and 58 s).
         """
         sock, clock, flags, yield_cpu = self.sock, _clock, socket.MSG_DONTWAIT, _yield_cpu
         # A socket with a timeout waits in poll() before every recv, MSG_DONTWAIT or not (CPython's sock_call):
