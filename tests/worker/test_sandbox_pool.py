@@ -128,6 +128,19 @@ def test_a_claim_while_the_next_container_starts_waits_for_it(client):
         assert pool.started == 3
 
 
+def test_a_claim_never_let_go_holds_the_refill_off_only_for_a_while(client, monkeypatch):
+    # A session that is never closed (a bug, a worker stuck elsewhere) must not leave the pool empty for good.
+    monkeypatch.setattr(sandbox_pool, "REFILL_DEFER_SECONDS", 1.0)
+    with filled_pool() as pool:
+        warm = pool.claim(SandboxLimits())
+        assert warm is not None
+        try:
+            assert pool.wait_ready(READY_SECONDS)  # started once the claim was older than the deferral
+            assert pool.started == 2
+        finally:
+            warm.discard()
+
+
 def test_pooled_container_is_locked_down_like_a_fresh_one(client):
     limits = SandboxLimits(memory_bytes=768 * MiB, pids=48, cpus=0.5, tmp_bytes=16 * MiB)
 
