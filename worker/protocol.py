@@ -292,14 +292,17 @@ class FrameReader:
         # only a blocking socket makes the reads below return at once. recv() sets the deadline again after this.
         if sock.gettimeout() is not None:
             sock.settimeout(None)
-        started, cpu_started = clock(), _cpu_clock()
-        until = started + seconds
+        until = clock() + seconds
+        started = cpu_started = -1.0  # set when the first read finds nothing: a poll that never spins is not judged
         while True:
             try:
                 chunk = sock.recv(1 << 16, flags)
             except (BlockingIOError, InterruptedError):
-                if clock() >= until:
+                now = clock()
+                if now >= until:
                     break
+                if cpu_started < 0:
+                    started, cpu_started = now, _cpu_clock()
                 yield_cpu()
                 continue
             if not chunk:
@@ -307,6 +310,8 @@ class FrameReader:
             self._buf += chunk
             if self._has_frame():
                 break
+        if cpu_started < 0:
+            return False
         wall = clock() - started
         return wall >= JUDGED_POLL_SECONDS and _cpu_clock() - cpu_started < SHARED_CPU_SHARE * wall
 
