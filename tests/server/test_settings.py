@@ -18,28 +18,28 @@ def test_the_sandbox_pool_size_comes_from_the_environment(monkeypatch: pytest.Mo
     assert Settings(_env_file=None).sandbox_pool_size == 2  # type: ignore[call-arg]
 
 
-@pytest.mark.parametrize(("value", "message"), [("-1", "greater than or equal to 0"), ("two", "valid integer")])
-def test_a_bad_sandbox_pool_size_is_refused_naming_it(
-    monkeypatch: pytest.MonkeyPatch, value: str, message: str
+@pytest.mark.parametrize(
+    ("variable", "field", "value", "message"),
+    [
+        ("LAYERSCHED_SANDBOX_POOL_SIZE", "sandbox_pool_size", "-1", "greater than or equal to 0"),
+        ("LAYERSCHED_SANDBOX_POOL_SIZE", "sandbox_pool_size", "two", "valid integer"),
+        ("LAYERSCHED_SANDBOX_POLL_US", "sandbox_poll_us", "-5", "greater than or equal to 0"),
+        ("LAYERSCHED_SANDBOX_POLL_US", "sandbox_poll_us", "20000", "less than or equal"),
+    ],
+)
+def test_a_bad_sandbox_setting_is_refused_naming_it(
+    monkeypatch: pytest.MonkeyPatch, variable: str, field: str, value: str, message: str
 ) -> None:
-    monkeypatch.setenv("LAYERSCHED_SANDBOX_POOL_SIZE", value)
+    monkeypatch.setenv(variable, value)
     with pytest.raises(ValidationError, match=message) as raised:
         Settings(_env_file=None)  # type: ignore[call-arg]
-    assert "sandbox_pool_size" in str(raised.value) and value in str(raised.value)
+    assert field in str(raised.value) and value in str(raised.value)
 
 
 def test_max_attempts_must_allow_one_start(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LAYERSCHED_MAX_ATTEMPTS", "0")
     with pytest.raises(ValidationError, match="max_attempts"):
         Settings(_env_file=None)  # type: ignore[call-arg]
-
-
-@pytest.mark.parametrize(("value", "message"), [("-5", "greater than or equal to 0"), ("20000", "less than or equal")])
-def test_a_bad_sandbox_poll_is_refused_naming_it(monkeypatch: pytest.MonkeyPatch, value: str, message: str) -> None:
-    monkeypatch.setenv("LAYERSCHED_SANDBOX_POLL_US", value)
-    with pytest.raises(ValidationError, match=message) as raised:
-        Settings(_env_file=None)  # type: ignore[call-arg]
-    assert "sandbox_poll_us" in str(raised.value) and value in str(raised.value)
 
 
 def test_the_sandbox_poll_reaches_the_limits(monkeypatch: pytest.MonkeyPatch) -> None:
