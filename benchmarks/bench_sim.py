@@ -16,6 +16,11 @@ refuses to report figures otherwise.
 
 The live row times each call on its own: the timer (about 0.1 us a call) is in both sides' figures.
 
+layersched.sim runs twice: as installed (``observe()`` through its C kernel, sim/_observe.c, where pip built it) and
+with ``observe_kernel = None`` (observe()'s Python loop, which the sandbox image runs and which is the kernel's
+definition). Both are checked against the transcription before timing. Greedy does not call ``observe()``, so its
+two figures differ only by noise.
+
 Run: ``python benchmarks/bench_sim.py [--repeats 5] [--seeds 5]``
 """
 
@@ -233,10 +238,19 @@ def live_observe_cost(env: Any, policy: Any, seed: int) -> float:
     return elapsed / calls
 
 
-def check_identical(seeds: list[int]) -> None:
+def layersched_env(kernel: bool) -> ClusterEnv:
+    """layersched's simulator on the lab catalog, with observe()'s C kernel or with its Python loop alone."""
+    env = ClusterEnv(Scenario(catalog=load_catalog("lab")))
+    if not kernel:
+        env.observe_kernel = None
+    elif env.observe_kernel is None:
+        raise SystemExit("observe()'s C kernel is not built (pip install -e . needs a C compiler and Python headers)")
+    return env
+
+
+def check_identical(seeds: list[int], ours: ClusterEnv) -> None:
     """Refuse to time anything unless both simulators agree: actions, completion times and every observe()."""
-    catalog = load_catalog("lab")
-    ours, lab = ClusterEnv(Scenario(catalog=catalog)), LabEnv(catalog.to_json())
+    lab = LabEnv(load_catalog("lab").to_json())
     for seed in seeds:
         a_actions, a_done, _ = greedy_episode(ours, greedy_estimate, seed)
         b_actions, b_done, _ = greedy_episode(lab, lab_greedy, seed)
@@ -265,27 +279,37 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5, help="episodes (seeds 0..N-1) per repetition")
     args = parser.parse_args()
     seeds = list(range(args.seeds))
-    check_identical(seeds)
-    catalog = load_catalog("lab")
-    ours, lab = ClusterEnv(Scenario(catalog=catalog)), LabEnv(catalog.to_json())
+    sides: dict[str, Any] = {
+        "lab transcription": (LabEnv(load_catalog("lab").to_json()), lab_greedy),
+        "layersched.sim": (layersched_env(kernel=True), greedy_estimate),
+        "Python loop": (layersched_env(kernel=False), greedy_estimate),
+    }
+    for env, _ in list(sides.values())[1:]:
+        check_identical(seeds, env)
     measurements = {
         "greedy per decision": lambda env, policy, seed: greedy_episode(env, policy, seed)[2],
         "late observe()": late_observe_cost,
         "late observe(), live": live_observe_cost,
     }
-    rows: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in measurements}
+    times: dict[str, dict[str, list[float]]] = {name: {side: [] for side in sides} for name in measurements}
     for _ in range(args.repeats):
         for name, measure in measurements.items():
-            rows[name][0].append(statistics.fmean(measure(lab, lab_greedy, s) for s in seeds))
-            rows[name][1].append(statistics.fmean(measure(ours, greedy_estimate, s) for s in seeds))
+            for side, (env, policy) in sides.items():
+                times[name][side].append(statistics.fmean(measure(env, policy, s) for s in seeds))
     print(f"identical actions, completion times (<=1e-9 rel.) and observe() on seeds {seeds}: yes")
-    print(f"{'measurement':22s} {'lab transcription':>18s} {'layersched.sim':>15s} {'speed-up':>9s}")
-    for name, (lab_times, our_times) in rows.items():
-        lab_med, our_med = statistics.median(lab_times), statistics.median(our_times)
-        print(f"{name:22s} {lab_med * 1e6:15.1f} us {our_med * 1e6:12.1f} us {lab_med / our_med:8.1f}x")
+    print(
+        f"{'measurement':22s} {'lab transcription':>18s} {'layersched.sim':>15s} {'speed-up':>9s}"
+        f" {'Python loop':>12s} {'speed-up':>9s}"
+    )
+    for name, by_side in times.items():
+        lab_med, ours_med, loop_med = (statistics.median(by_side[side]) for side in sides)
+        print(
+            f"{name:22s} {lab_med * 1e6:15.1f} us {ours_med * 1e6:12.1f} us {lab_med / ours_med:8.1f}x"
+            f" {loop_med * 1e6:9.1f} us {lab_med / loop_med:8.1f}x"
+        )
     print(
         f"(medians of {args.repeats} repetitions x {len(seeds)} episodes, lab catalog, 10 nodes, rate 0.3, 500 tasks;"
-        f" observe() on tasks {WARMUP}-499)"
+        f" observe() on tasks {WARMUP}-499; 'Python loop': layersched.sim with observe_kernel = None)"
     )
 
 

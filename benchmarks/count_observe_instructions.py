@@ -8,6 +8,9 @@ extra passes: what is left is the cost of the calls alone. It is not a substitut
 simulator can execute fewer instructions more slowly), but it compares two variants of ``observe()`` to within a
 fraction of a percent in a minute.
 
+layersched.sim is counted twice: with observe()'s C kernel (sim/_observe.c, the default where it was built) and with
+its Python loop alone (``observe_kernel = None``, what the sandbox image runs).
+
 Run: ``python benchmarks/count_observe_instructions.py [--passes 50]`` (needs valgrind).
 """
 
@@ -36,8 +39,10 @@ def observe_passes(which: str, passes: int) -> None:
     from layersched.sim.scenario import Scenario
 
     catalog = load_catalog("lab")
-    if which == "layersched":
+    if which.startswith("layersched"):
         env, policy = ClusterEnv(Scenario(catalog=catalog)), greedy_estimate
+        if which == "layersched-python":
+            env.observe_kernel = None  # observe()'s Python loop instead of its C kernel
     else:
         env, policy = LabEnv(catalog.to_json()), lab_greedy  # type: ignore[assignment]
     warm_up(env, policy, 0)
@@ -81,12 +86,13 @@ def main() -> None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
     calls = 50 * args.passes
     per_call = {}
-    for which in ("lab", "layersched"):
+    for which in ("lab", "layersched", "layersched-python"):
         per_call[which] = (instructions(which, args.passes) - instructions(which, 0)) / calls
-    ratio = per_call["lab"] / per_call["layersched"]
     print(f"instructions per late observe() call ({calls} calls, seed 0, state after 450 Greedy placements):")
-    print(f"  lab transcription {per_call['lab']:10,.0f}")
-    print(f"  layersched.sim    {per_call['layersched']:10,.0f}   {ratio:.1f}x fewer")
+    print(f"  lab transcription            {per_call['lab']:10,.0f}")
+    for which, label in (("layersched", "C kernel"), ("layersched-python", "Python loop")):
+        ratio = per_call["lab"] / per_call[which]
+        print(f"  layersched.sim, {label:12s} {per_call[which]:10,.0f}   {ratio:.1f}x fewer")
 
 
 if __name__ == "__main__":

@@ -12,8 +12,9 @@ from pathlib import Path
 
 SIM_VERSION = "1.0.0"
 
-# The modules whose code decides completion times, workloads and catalogs. Scoring and the CLI are not rules.
-_RULE_MODULES = ("env.py", "workload.py", "catalog.py", "keyed_random.py")
+# The modules whose code decides completion times, workloads, catalogs and what policies observe (_observe.c is
+# observe()'s C kernel). Scoring and the CLI are not rules.
+_RULE_MODULES = ("env.py", "_observe.c", "workload.py", "catalog.py", "keyed_random.py")
 
 
 def _rules_hash() -> str:

@@ -142,7 +142,8 @@ def action_message(step: int, value: object) -> dict[str, Any]:
 
 
 def sim_fingerprint() -> str:
-    """SHA-256 over the simulator as installed here: its ``*.py`` files and data files (what the image build copies).
+    """SHA-256 over the simulator as installed here: its ``*.py`` and ``*.c`` files and data files (what the image
+    build copies; the image runs observe()'s Python loop, the host may run the C kernel built from that ``*.c``).
 
     The harness reports it *before* it imports the policy, so the trusted side gets it from code the participant has
     not touched yet: if it equals the worker's own, the two simulators are the same and a later disagreement about a
@@ -151,7 +152,7 @@ def sim_fingerprint() -> str:
     import layersched.sim
 
     root = Path(layersched.sim.__file__).parent
-    files = sorted([*root.glob("*.py"), *(p for p in (root / "data").glob("*") if p.is_file())])
+    files = sorted([*root.glob("*.py"), *root.glob("*.c"), *(p for p in (root / "data").glob("*") if p.is_file())])
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())

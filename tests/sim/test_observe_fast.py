@@ -3,6 +3,8 @@
 The differential test observes each task just before its placement, which mostly takes the loop for queued
 downloads; these observe many tasks against one state, earlier and later than its downloads, as a learned policy's
 look-ahead or the benchmark's late calls do, so both loops and the switch between them are checked bit for bit.
+Each test runs twice: through observe()'s C kernel (sim/_observe.c), and with ``observe_kernel = None``, through
+the Python loops the kernel is defined by.
 """
 
 from __future__ import annotations
@@ -64,9 +66,22 @@ def _features_from_estimate(env: ClusterEnv, task: Task) -> np.ndarray:
     return np.array(rows, dtype=np.float32)
 
 
-@pytest.mark.parametrize("scenario", list(SCENARIOS.values()), ids=list(SCENARIOS))
-def test_observe_any_task_matches_the_lab_model(scenario: Scenario) -> None:
+IMPLEMENTATIONS = ["kernel", "python"]
+
+
+def _env(scenario: Scenario, implementation: str) -> ClusterEnv:
     env = ClusterEnv(scenario)
+    if implementation == "python":
+        env.observe_kernel = None
+    else:
+        assert env.observe_kernel is not None, "observe()'s C kernel is not built (see test_observe_kernel.py)"
+    return env
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("scenario", list(SCENARIOS.values()), ids=list(SCENARIOS))
+def test_observe_any_task_matches_the_lab_model(scenario: Scenario, implementation: str) -> None:
+    env = _env(scenario, implementation)
     task: Task | None = env.reset(3)
     # The lab model has no cloud node (which keeps no layers); there the reference is estimate(), itself checked
     # against the lab model by the differential test.
@@ -91,8 +106,9 @@ def test_observe_any_task_matches_the_lab_model(scenario: Scenario) -> None:
     assert loops["downloads done"] > 0 and loops["downloads queued"] > 0, loops
 
 
-def test_observe_late_returns_a_fresh_writable_float32_array() -> None:
-    env = ClusterEnv(Scenario(n_tasks=60))
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_observe_late_returns_a_fresh_writable_float32_array(implementation: str) -> None:
+    env = _env(Scenario(n_tasks=60), implementation)
     env.reset(0)
     for task in env.tasks[:50]:
         env.step(BASELINES["Greedy"](env, task, random.Random(0)))

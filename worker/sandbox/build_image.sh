@@ -55,7 +55,7 @@ inputs_hash() {
         echo "script"; sha256sum "$HERE/build_image.sh" | cut -d' ' -f1
         echo "base ${BASE_ARGS[*]} $(cat "$BASE/.layersched-base-ok")"
         (cd "$WHEELS" && sha256sum -- *.whl)
-        (cd "$REPO" && find sim -type f \( -name '*.py' -o -path 'sim/data/*' -o -name py.typed \) \
+        (cd "$REPO" && find sim -type f \( -name '*.py' -o -name '*.c' -o -path 'sim/data/*' -o -name py.typed \) \
             -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum)
         (cd "$REPO" && sha256sum worker/__init__.py worker/harness.py worker/protocol.py)
     } | sha256sum | cut -c1-16
@@ -83,7 +83,9 @@ rm -rf "$STAGE/$SITE/bin"
 # layersched: the simulator and the harness only (no sdk, server, docker SDK or celery), as a namespace package.
 PKG="$STAGE/$SITE/layersched"
 mkdir -p "$PKG/sim/data" "$PKG/worker"
-(cd "$REPO/sim" && cp -- *.py py.typed "$PKG/sim/" && cp -- data/* "$PKG/sim/data/")
+# observe()'s C kernel travels as source only (the rules hash reads it); the sandbox runs observe()'s Python loop,
+# which gives the same bits.
+(cd "$REPO/sim" && cp -- *.py *.c py.typed "$PKG/sim/" && cp -- data/* "$PKG/sim/data/")
 cp "$REPO/worker/__init__.py" "$REPO/worker/harness.py" "$REPO/worker/protocol.py" "$PKG/worker/"
 "$PY" -m compileall -q "$PKG" >&2
 # The rules hash of the simulator copied into the image, computed from those very files (-I: not the host's
