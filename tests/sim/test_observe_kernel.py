@@ -154,8 +154,8 @@ def test_the_kernel_adds_in_the_labs_order_where_rounding_shows(
     assert _kernel_rows(env, task) == _python_rows(env, task)
 
 
-def _one_node_env(freq: float, scenario: Scenario | None = None) -> ClusterEnv:
-    env = ClusterEnv(scenario or Scenario(n_nodes=1, n_tasks=1))
+def _one_node_env(freq: float) -> ClusterEnv:
+    env = ClusterEnv(Scenario(n_nodes=1, n_tasks=1))
     env.start([NodeSpec(bandwidth=100.0, freq=freq, storage=1e6, slots=2)])
     return env
 
