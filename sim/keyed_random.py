@@ -23,6 +23,11 @@ _BLOCK_BYTES = 512
 class KeyedRandom(random.Random):
     """Deterministic random stream derived from ``key`` and a public ``label`` (for example an episode id)."""
 
+    def __new__(cls, key: bytes, label: str = "") -> KeyedRandom:
+        # Python 3.10's random.Random.__new__ refuses more than one argument, from subclasses too (3.11 lets them
+        # through to __init__), so the key and label are not passed on; __init__ takes them.
+        return super().__new__(cls)
+
     def __init__(self, key: bytes, label: str = "") -> None:
         if not isinstance(key, bytes) or len(key) < MIN_KEY_BYTES:
             raise ValueError(

@@ -7,6 +7,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -428,7 +429,10 @@ def test_bad_catalog_file_is_reported_with_the_scenario(tmp_path: Path) -> None:
 
 
 def test_parse_evalset_builds_without_a_file() -> None:
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # the backport pyproject.toml installs on 3.10
+        import tomli as tomllib
 
     es = parse_evalset(tomllib.loads(MINIMAL), base_dir=Path("."))
     assert isinstance(es, EvalSet)
