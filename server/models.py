@@ -151,6 +151,9 @@ class Evaluation(Base):
     finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     error_category: Mapped[str | None] = mapped_column(String(50))
     error_message: Mapped[str | None] = mapped_column(Text)
+    # What the participant may read of the error: for a hidden (keyed) episode only its status and step, never a
+    # text the policy wrote (issue 15). None on rows older than that rule: participants then see the category only.
+    public_error_message: Mapped[str | None] = mapped_column(Text)
     infrastructure_failure: Mapped[bool] = mapped_column(Boolean, default=False)
     sim_version: Mapped[str | None] = mapped_column(String(50))
     image_digest: Mapped[str | None] = mapped_column(String(100))
@@ -184,6 +187,9 @@ class EpisodeResult(Base):
     # Keyed (hidden) episodes never keep stdout/stderr: a policy could print what it learnt of the hidden workload.
     hidden: Mapped[bool] = mapped_column(Boolean, default=True)
     status: Mapped[str] = mapped_column(String(32))
+    # The step at which the episode failed (None: it did not fail at a step). With the status, all a participant
+    # learns of a failed hidden episode; ``message`` may carry text the policy wrote and is for organisers.
+    step: Mapped[int | None] = mapped_column(Integer)
     message: Mapped[str] = mapped_column(Text, default="")
     mean_completion: Mapped[float | None] = mapped_column(Float)
     p95_completion: Mapped[float | None] = mapped_column(Float)
