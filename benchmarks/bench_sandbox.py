@@ -45,7 +45,7 @@ from layersched.sim.env import ClusterEnv
 from layersched.sim.episode import run_episode
 from layersched.sim.episodes import EpisodeSpec, policy_seed
 from layersched.sim.scenario import Scenario
-from layersched.worker.harness import configure_torch, seed_globals
+from layersched.worker.episode_process import configure_torch, seed_globals
 from layersched.worker.limits import SandboxLimits
 from layersched.worker.runner import EpisodeJob, EpisodeOutcome, SandboxSession, open_sandbox
 from layersched.worker.sandbox_pool import SandboxPool

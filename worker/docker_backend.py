@@ -29,17 +29,21 @@ import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import LogConfig, Mount
 
+from layersched.worker.backend import BackendUnavailable
 from layersched.worker.limits import SandboxLimits
-from layersched.worker.runner import BackendUnavailable
+from layersched.worker.run_dirs import SOCKET_NAME
+from layersched.worker.wire import NONCE_ENV
 
 log = logging.getLogger(__name__)
 
 DEFAULT_IMAGE = "layersched-sandbox:latest"
 LABEL = "layersched.sandbox"
 WORKER_LABEL = "layersched.worker"
-SANDBOX_UID = "10001:10001"
+SANDBOX_UID = 10001  # the image's sandbox user (and group)
 BUNDLE_MOUNT = "/bundle"
 CHANNEL_MOUNT = "/run/layersched"
+# Kernel limits of the container's IPC namespace: no segment, queue or semaphore set can be created.
+IPC_OFF = {"kernel.shmmni": "0", "kernel.msgmni": "0", "kernel.sem": "0 0 0 0", "fs.mqueue.queues_max": "0"}
 # Containers older than this are removed by the sweep whoever started them: no evaluation lasts this long.
 ORPHAN_MAX_AGE_SECONDS = 6 * 3600
 
@@ -106,6 +110,7 @@ class DockerBackend:
     """The harness in a container of the sandbox image."""
 
     name: Literal["docker"] = "docker"
+    sandbox_uid: int | None = SANDBOX_UID
 
     def __init__(
         self, limits: SandboxLimits, *, image: str | None = None, client: docker.DockerClient | None = None
@@ -130,11 +135,9 @@ class DockerBackend:
         except (DockerException, requests.RequestException) as exc:  # the transport's errors are not wrapped
             self._error = RuntimeError(f"Docker engine unavailable: {exc}")
 
-    def start(self, run_dir: Path, bundle_dir: Path, *, await_load: bool = False) -> None:
+    def start(self, channel_dir: Path, bundle_dir: Path, *, nonce: str, await_load: bool = False) -> None:
         """Start the container. ``await_load``: for a warm pool, ``bundle_dir`` is still empty and the harness waits
         for a ``load`` frame (sent once the bundle has been copied in) before it imports anything of a participant."""
-        from layersched.worker.runner import CHANNEL_DIR, SOCKET_NAME
-
         if self._error is not None:
             raise self._error
         lim = self.limits
@@ -152,12 +155,12 @@ class DockerBackend:
                 str(lim.output_bytes),
                 "--poll-us",
                 str(round(lim.poll_seconds * 1e6)),
-                "--reap-all",  # the container is its own PID namespace (docker-init is PID 1)
+                "--container",  # its own PID namespace (docker-init is PID 1) and tmpfs scratch space
                 *(["--await-load"] if await_load else []),
             ],
             detach=True,
             init=True,  # docker-init as PID 1 reaps whatever the policy leaves behind
-            user=SANDBOX_UID,
+            user=f"{SANDBOX_UID}:{SANDBOX_UID}",
             working_dir="/tmp",
             network_mode="none",
             read_only=True,
@@ -168,10 +171,16 @@ class DockerBackend:
             memswap_limit=lim.memory_bytes,
             nano_cpus=int(lim.cpus * 1e9),
             tmpfs={"/tmp": f"rw,nosuid,nodev,noexec,size={lim.tmp_bytes},mode=1777"},
+            # An IPC namespace of its own in which System V shared memory, message queues and semaphores and POSIX
+            # message queues cannot be created at all: none of them can carry anything from one episode to the next
+            # (they outlive processes). /dev/shm is sized like /tmp and emptied between episodes like it.
+            ipc_mode="private",
+            sysctls=IPC_OFF,
+            shm_size=lim.tmp_bytes,
             log_config=LogConfig(type="none"),
             mounts=[
                 Mount(BUNDLE_MOUNT, str(bundle_dir), type="bind", read_only=True),
-                Mount(CHANNEL_MOUNT, str(run_dir / CHANNEL_DIR), type="bind", read_only=True),
+                Mount(CHANNEL_MOUNT, str(channel_dir), type="bind", read_only=True),
             ],
             environment={
                 "PYTHONHASHSEED": "0",
@@ -182,6 +191,7 @@ class DockerBackend:
                 "OPENBLAS_NUM_THREADS": "1",
                 "HOME": "/tmp",
                 "LANG": "C.UTF-8",
+                NONCE_ENV: nonce,
             },
             labels={LABEL: "1", WORKER_LABEL: worker_identity()},
         )

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import IO, Literal
 
 from layersched.worker.limits import SandboxLimits
+from layersched.worker.run_dirs import SOCKET_NAME
+from layersched.worker.wire import NONCE_ENV
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,7 @@ class ProcessBackend:
     """The harness as a subprocess of the worker."""
 
     name: Literal["process"] = "process"
+    sandbox_uid: int | None = None  # the worker's own user
 
     def __init__(self, limits: SandboxLimits) -> None:
         self.limits = limits
@@ -62,16 +65,14 @@ class ProcessBackend:
             ", new network and PID namespaces" if self.namespaces else ", NO namespaces (unshare not permitted)",
         )
 
-    def start(self, run_dir: Path, bundle_dir: Path) -> None:
-        from layersched.worker.runner import CHANNEL_DIR, SOCKET_NAME
-
+    def start(self, channel_dir: Path, bundle_dir: Path, *, nonce: str) -> None:
         command = [
             *self.namespaces,
             sys.executable,
             "-m",
             "layersched.worker.harness",
             "--socket",
-            str(run_dir / CHANNEL_DIR / SOCKET_NAME),
+            str(channel_dir / SOCKET_NAME),
             "--bundle",
             str(bundle_dir),
             "--output-bytes",
@@ -81,7 +82,7 @@ class ProcessBackend:
         ]
         env = {  # nothing of the worker's environment (no secrets), only what makes runs reproducible
             "PATH": os.defpath,
-            "HOME": str(run_dir),
+            "HOME": str(channel_dir),
             "LANG": "C.UTF-8",
             "PYTHONHASHSEED": "0",
             "PYTHONDONTWRITEBYTECODE": "1",
@@ -89,13 +90,14 @@ class ProcessBackend:
             "OMP_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1",
             "OPENBLAS_NUM_THREADS": "1",
+            NONCE_ENV: nonce,
         }
-        self._stderr_path = run_dir / "harness.stderr"
+        self._stderr_path = channel_dir.parent / f"harness-{channel_dir.name}.stderr"
         self._stderr = open(self._stderr_path, "wb")  # noqa: SIM115  (closed in close())
         self._proc = subprocess.Popen(
             command,
             env=env,
-            cwd=run_dir,
+            cwd=channel_dir,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self._stderr,

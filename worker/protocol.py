@@ -54,11 +54,18 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"non-finite number {name} is not allowed")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400 is valid JSON and overflows to inf
+        raise ValueError(f"number {text[:40]} does not fit in a finite float")
+    return value
+
+
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise ValueError(f"duplicate key {key!r}")
+            raise ValueError(f"duplicate key {key!r:.80}")
         out[key] = value
     return out
 
@@ -66,7 +73,9 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 # Built once: json.dumps/json.loads with options build a new encoder/decoder per call, which costs more than
 # encoding a task frame.
 _ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False, ensure_ascii=False)
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+_DECODER = json.JSONDecoder(
+    parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_no_duplicates
+)
 
 
 def encode(message: dict[str, Any], *, max_size: int = MAX_FRAME_TO_SANDBOX) -> bytes:
@@ -172,14 +181,15 @@ def recv(sock: socket.socket, *, max_size: int, deadline: float | None = None) -
     whose header announces more than ``max_size`` bytes is rejected without reading its body. After any of these
     the position in the stream is lost: the connection must be closed.
     """
-    header = _recv_exact(sock, HEADER.size, deadline)
+    header = recv_exact(sock, HEADER.size, deadline)
     (size,) = HEADER.unpack(header)
     if size > max_size:
         raise ProtocolError(f"frame announces {size} bytes, more than the maximum of {max_size} bytes")
-    return decode(_recv_exact(sock, size, deadline))
+    return decode(recv_exact(sock, size, deadline))
 
 
-def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
+def recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
+    """Exactly ``n`` bytes (raw bytes that a frame announced, such as an output capture); same errors as ``recv``."""
     buf = bytearray(n)
     view = memoryview(buf)
     got = 0
@@ -322,12 +332,14 @@ def expect(message: dict[str, Any], kind: str, fields: dict[str, type | tuple[ty
     ``bool`` is never accepted where ``int`` is asked for, since JSON ``true`` is not a number.
     """
     if message["type"] != kind:
-        raise ProtocolError(f"expected a {kind!r} frame, got {message['type']!r}")
+        raise ProtocolError(f"expected a {kind!r} frame, got {message['type']!r:.80}")
     keys = set(message) - {"type"}
     if keys != set(fields):
         missing = sorted(set(fields) - keys)
-        extra = sorted(keys - set(fields))
-        raise ProtocolError(f"{kind!r} frame has wrong fields (missing {missing}, unexpected {extra})")
+        # The names come from the sender: a few of them, each cut short.
+        extra = [name[:40] for name in sorted(keys - set(fields))[:5]]
+        more = f" and {len(keys - set(fields)) - 5} more" if len(keys - set(fields)) > 5 else ""
+        raise ProtocolError(f"{kind!r} frame has wrong fields (missing {missing}, unexpected {extra}{more})")
     for name, allowed in fields.items():
         value = message[name]
         if isinstance(value, bool) and bool not in _as_tuple(allowed):

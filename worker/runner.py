@@ -28,25 +28,22 @@ participant's quota).
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import functools
 import hashlib
 import logging
-import os
 import re
+import secrets
 import select
 import shutil
 import signal
 import socket
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal
 
 from layersched.sim.env import ClusterEnv
 from layersched.sim.episode import EpisodeMetrics, check_action, episode_metrics, trace_hash
@@ -56,8 +53,10 @@ from layersched.sim.scenario import Scenario
 from layersched.sim.version import SIM_VERSION
 from layersched.sim.workload import draw_nodes, draw_tasks
 from layersched.worker import protocol
-from layersched.worker.harness import nodes_to_wire, scenario_to_wire, sim_fingerprint
+from layersched.worker.backend import Backend, BackendName, BackendUnavailable, Detachable
 from layersched.worker.limits import SandboxLimits
+from layersched.worker.run_dirs import RunDir, sweep_dead_run_dirs
+from layersched.worker.wire import MAX_VALUE_CHARS, nodes_to_wire, scenario_to_wire, sim_fingerprint
 
 if TYPE_CHECKING:
     from layersched.worker.sandbox_pool import SandboxPool, WarmSandbox
@@ -74,18 +73,18 @@ Status = Literal[
     "import_error",
     "infrastructure_error",
 ]
-BackendName = Literal["docker", "process"]
-CHANNEL_DIR = "chan"
-RUN_DIR_PREFIX = "layersched-run-"
 # How long an episode process that was told to end gets to exit (and flush its output) before it is killed.
 END_GRACE_SECONDS = 1.0
-# Tracebacks from the sandbox are cut to their last this many characters in messages.
-MAX_TRACEBACK_CHARS = 20000
+# Every text the sandbox writes is untrusted and cut here before it reaches a message: tracebacks to their last
+# this many characters (where the error is), and a whole message to MAX_MESSAGE_CHARS whatever it holds.
+MAX_TRACEBACK_CHARS = 4000
+MAX_MESSAGE_CHARS = 6000
+# What an ``error`` reply may say happened.
+_ERROR_KINDS = ("exception", "memory", "replica", "import")
 # Characters a sandbox can put in its text that databases refuse: NUL (PostgreSQL text columns) and lone surrogates
 # (a JSON "\ud800" escape decodes to one; it cannot be encoded as UTF-8). Recording them would fail the whole
 # evaluation on the service's side, so they become U+FFFD in every text an outcome carries.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-SOCKET_NAME = "chan.sock"
 
 
 class SandboxError(Exception):
@@ -94,14 +93,6 @@ class SandboxError(Exception):
 
 class BundleError(SandboxError):
     """A submission bundle breaks the bundle rules (layout, size, file count, links)."""
-
-
-class BackendUnavailable(Exception):
-    """The sandbox's supervisor (the Docker engine) cannot be asked: down, restarting or not answering.
-
-    Not a ``SandboxError``: nothing is wrong with the bundle. Whatever happened to the sandbox meanwhile is the
-    service's failure (``infrastructure_error``, retried), never the policy's crash.
-    """
 
 
 class HiddenEpisodeRefused(SandboxError):
@@ -142,7 +133,11 @@ class EpisodeTiming:
 
 @dataclass(frozen=True)
 class EpisodeOutcome:
-    """How one episode ended. ``metrics`` only for ``ok``; ``trace_hash`` covers the ``n_actions`` accepted actions."""
+    """How one episode ended. ``metrics`` only for ``ok``; ``trace_hash`` covers the ``n_actions`` accepted actions.
+
+    ``step`` is the step at which it failed (None: it did not fail at a step). ``message`` may quote what the
+    sandbox wrote (a traceback, a bad value), cut to ``MAX_MESSAGE_CHARS``.
+    """
 
     scenario_name: str
     episode_id: str
@@ -151,6 +146,7 @@ class EpisodeOutcome:
     metrics: EpisodeMetrics | None
     trace_hash: str
     n_actions: int
+    step: int | None = None
     stdout: str = ""
     stderr: str = ""
     stdout_dropped: int = 0
@@ -164,31 +160,38 @@ _REPLY_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "bad_action": {"step": int, "nonce": int, "value": str, "value_type": str},
     "error": {"step": int, "nonce": int, "kind": str, "traceback": str},
 }
-
-
-@runtime_checkable
-class _Detachable(Protocol):
-    def detach(self) -> Any: ...
-
-
-class Backend(Protocol):
-    """What a sandbox backend does: start the harness against a run directory, report on it, and remove it."""
-
-    @property
-    def name(self) -> BackendName: ...
-
-    @property
-    def image_digest(self) -> str: ...
-
-    def start(self, run_dir: Path, bundle_dir: Path) -> None: ...
-
-    def alive(self) -> bool: ...  # raises BackendUnavailable when the engine cannot be asked
-
-    def oom_kills(self) -> int | None: ...
-
-    def describe_exit(self) -> str: ...
-
-    def close(self) -> None: ...
+_OUTPUT_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "stdout_bytes": int,
+    "stderr_bytes": int,
+    "stdout_dropped": int,
+    "stderr_dropped": int,
+}
+_MAYBE_INT = (int, type(None))
+# What the harness reports, exactly: it never runs code of the participant, so anything else means it is broken.
+_EXITED_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "episode_id": str,
+    "exit_code": _MAYBE_INT,
+    "signal": _MAYBE_INT,
+    "killed": bool,
+    "oom_kills": _MAYBE_INT,
+    "scratch_dirty": bool,
+    **_OUTPUT_FIELDS,
+}
+_IMPORT_ERROR_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "traceback": str,
+    "exit_code": _MAYBE_INT,
+    "signal": _MAYBE_INT,
+    "oom_kills": _MAYBE_INT,
+    "scratch_dirty": bool,
+    **_OUTPUT_FIELDS,
+}
+_READY_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "python": str,
+    "numpy": str,
+    "torch": (str, type(None)),
+    "preloaded": list,
+    "import_seconds": (int, float),
+}
 
 
 # ---------------------------------------------------------------------------------------------- bundle
@@ -257,27 +260,6 @@ class _Startup:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-_run_dirs_swept = False
-
-
-def _sweep_run_dirs() -> None:
-    """Remove the run directories of dead workers (once per process): a killed worker cannot clean up."""
-    global _run_dirs_swept
-    if _run_dirs_swept:
-        return
-    _run_dirs_swept = True
-    for path in Path(tempfile.gettempdir()).glob(f"{RUN_DIR_PREFIX}*-*"):
-        pid = path.name[len(RUN_DIR_PREFIX) :].split("-", 1)[0]
-        if not pid.isdigit():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            shutil.rmtree(path, ignore_errors=True)
-        except PermissionError:
-            pass  # alive, another user's
-
-
 class SandboxSession:
     """One submission's sandbox. Use ``open_sandbox``; call ``run_episode`` per episode and ``close`` at the end."""
 
@@ -302,12 +284,12 @@ class SandboxSession:
         # A pooled container is removed in the pool's background thread: the evaluation need not wait for it.
         self._remove_later: Callable[[Any], None] | None = None if warm is None else warm.remove_later
         self.pooled = warm is not None
-        _sweep_run_dirs()
-        if warm is not None:
-            self._run_dir = warm.run_dir
-        else:
-            self._run_dir = Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-"))
-            self._run_dir.chmod(0o711)  # the sandbox user may reach the socket by name but not list the directory
+        sweep_dead_run_dirs()
+        self._run = warm.run if warm is not None else RunDir.create()
+        self._run_dir = self._run.path
+        # The current start's channel directory (a new one per start) and the nonce its harness must echo.
+        self._channel_dir: Path | None = None if warm is None else warm.channel_dir
+        self._nonce = ""
         self._listener: socket.socket | None = None
         self._ctl: socket.socket | None = None
         self._envs: dict[str, ClusterEnv] = {}
@@ -325,7 +307,7 @@ class SandboxSession:
         except BaseException:
             if warm is not None:
                 self._teardown()  # the claimed container goes too: it is never handed to another evaluation
-            shutil.rmtree(self._run_dir, ignore_errors=True)
+            self._run.remove()
             raise
         try:
             if warm is not None:
@@ -357,20 +339,15 @@ class SandboxSession:
         self.startup = _Startup()
         self._scenarios_sent.clear()
         self._sim_fingerprint = None
-        # The socket lives alone in its own directory, which is all of the run directory a container sees.
-        chan_dir = self._run_dir / CHANNEL_DIR
-        chan_dir.mkdir(mode=0o755, exist_ok=True)
-        sock_path = chan_dir / SOCKET_NAME
-        sock_path.unlink(missing_ok=True)
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(str(sock_path))
-        sock_path.chmod(0o666)  # the sandbox runs as another uid
-        listener.listen(4)
-        self._listener = listener
+        # A new channel directory for every start: the container being replaced still has the old one mounted
+        # while it is removed, and must not reach this start's socket. The nonce proves that whoever connects
+        # first is the harness this start launched.
+        self._channel_dir, self._listener = self._run.new_channel(self._backend.sandbox_uid)
+        self._nonce = secrets.token_hex(16)
         t0 = time.monotonic()
         deadline = min(t0 + self.limits.startup_seconds, self._submission_deadline)
         try:
-            self._backend.start(self._run_dir, self.bundle_dir)
+            self._backend.start(self._channel_dir, self.bundle_dir, nonce=self._nonce)
         except Exception as exc:  # docker API errors, missing image, exec failures: the service's fault
             log.exception("sandbox backend %s failed to start", self._backend.name)
             self.startup.status = "infrastructure_error"
@@ -392,7 +369,9 @@ class SandboxSession:
         """Hand a pooled container this session's bundle (already in its run directory) and wait for ``ready``."""
         self.startup = _Startup()
         self._scenarios_sent.clear()
-        self._sim_fingerprint = warm.sim_fingerprint  # reported when it started, before any bundle existed
+        # Reported (with the nonce the pool gave it, which the pool checked) when it started, before any bundle
+        # existed.
+        self._sim_fingerprint = warm.sim_fingerprint
         deadline = min(time.monotonic() + self.limits.startup_seconds, self._submission_deadline)
         assert self._ctl is not None
         try:
@@ -412,16 +391,34 @@ class SandboxSession:
         assert self._ctl is not None
         try:
             message = protocol.recv(self._ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=deadline)
-            if message["type"] == "sim":  # written before the policy's code ran, so it is the image's own word
-                fingerprint = message.get("fingerprint")
-                self._sim_fingerprint = fingerprint if isinstance(fingerprint, str) else None
+            if message["type"] == "sim":  # written before any code of the participant ran anywhere
+                protocol.expect(message, "sim", {"fingerprint": str, "nonce": str})
+                if message["nonce"] != self._nonce:
+                    self.startup.status = "infrastructure_error"
+                    self.startup.message = (
+                        f"the first connection to the {self._backend.name} sandbox's channel did not carry its start "
+                        "nonce: not the harness this start launched"
+                    )
+                    log.error("%s", self.startup.message)
+                    self._close_backend()
+                    return
+                self._sim_fingerprint = message["fingerprint"]
                 message = protocol.recv(self._ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=deadline)
+            kind = message["type"]
+            if kind == "ready":
+                protocol.expect(message, "ready", _READY_FIELDS)
+                self.startup.info = {k: message[k] for k in ("python", "numpy", "torch", "import_seconds")}
+                return
+            if kind != "import_error":
+                raise protocol.ProtocolError(f"expected 'ready' or 'import_error' from the sandbox, got {kind!r:.80}")
+            protocol.expect(message, "import_error", _IMPORT_ERROR_FIELDS)
+            output = self._receive_output(message, deadline)
         except protocol.ChannelTimeout:
             self.startup.status = "timeout"
             self.startup.message = f"policy import did not finish within {self.limits.startup_seconds:g} s"
             self._close_backend()
             return
-        except protocol.ProtocolError as exc:
+        except (protocol.ProtocolError, OSError) as exc:
             status, why = self._sandbox_died()
             if status not in ("memory_exceeded", "infrastructure_error"):
                 status = "import_error"
@@ -429,22 +426,25 @@ class SandboxSession:
             self.startup.message = f"sandbox ended during the policy import ({why}): {exc}"
             self._close_backend()
             return
-        kind = message["type"]
-        self._set_output(message)
-        if kind == "import_error":
-            self.startup.status = "import_error"
-            self.startup.message = f"policy import failed:\n{message.get('traceback', '')}"
-        elif kind == "ready":
-            self.startup.info = {k: message.get(k) for k in ("python", "numpy", "torch", "import_seconds")}
-        else:
-            self.startup.status = "protocol_error"
-            self.startup.message = f"expected 'ready' or 'import_error' from the sandbox, got {kind!r}"
+        self.startup.stdout, self.startup.stderr, self.startup.stdout_dropped, self.startup.stderr_dropped = output
+        self.startup.status, self.startup.message = self._import_failure(message)
+        if message["scratch_dirty"]:
+            self._teardown()
 
-    def _set_output(self, message: dict[str, Any]) -> None:
-        with contextlib.suppress(protocol.ProtocolError):
-            out, err, out_dropped, err_dropped = self._output(message)
-            self.startup.stdout, self.startup.stderr = out, err
-            self.startup.stdout_dropped, self.startup.stderr_dropped = out_dropped, err_dropped
+    def _import_failure(self, report: dict[str, Any]) -> tuple[Status, str]:
+        """Status and message of an ``import_error`` report: out of memory, or the import's traceback."""
+        sig = report["signal"]
+        if sig == signal.SIGKILL and ((report["oom_kills"] or 0) > 0 or self._backend.oom_kills()):
+            return "memory_exceeded", (
+                f"policy import ran out of memory: killed by the out-of-memory killer "
+                f"(limit {self.limits.memory_bytes} bytes)"
+            )
+        tb = report["traceback"][-MAX_TRACEBACK_CHARS:].rstrip()
+        if sig is not None:
+            tb += f" (killed by signal {_signal_name(sig)})"
+        elif report["exit_code"]:
+            tb += f" (exit code {report['exit_code']})"
+        return "import_error", f"policy import failed:\n{tb}"
 
     def _accept(self, deadline: float, ctl: socket.socket | None) -> socket.socket | None:
         """Accept a connection before ``deadline``; None if the sandbox dies, times out or ``ctl`` speaks first."""
@@ -473,9 +473,12 @@ class SandboxSession:
                     sock.close()
         self._ctl = self._listener = None
         self._close_backend()
+        if self._channel_dir is not None:
+            shutil.rmtree(self._channel_dir, ignore_errors=True)
+            self._channel_dir = None
 
     def _close_backend(self) -> None:
-        if self._remove_later is not None and isinstance(self._backend, _Detachable):
+        if self._remove_later is not None and isinstance(self._backend, Detachable):
             container = self._backend.detach()
             if container is not None:
                 self._remove_later(container)
@@ -488,7 +491,7 @@ class SandboxSession:
             with contextlib.suppress(OSError, protocol.ProtocolError):
                 protocol.send(self._ctl, {"type": "shutdown"})
         self._teardown()
-        shutil.rmtree(self._run_dir, ignore_errors=True)
+        self._run.remove()
 
     def __enter__(self) -> SandboxSession:
         return self
@@ -596,20 +599,20 @@ class SandboxSession:
             )
         self._scenarios_sent.add(key)
 
-    def _output(self, message: dict[str, Any]) -> tuple[str, str, int, int]:
+    def _receive_output(self, report: dict[str, Any], deadline: float) -> tuple[str, str, int, int]:
+        """The stdout and stderr captures that follow the harness's ``report`` on the control connection, as
+        (stdout, stderr, stdout dropped, stderr dropped). Raises ``ProtocolError`` for sizes out of bounds (the
+        stream cannot be followed any more) or a capture that does not arrive."""
+        assert self._ctl is not None
         texts = []
         for stream in ("stdout", "stderr"):
-            raw = message.get(stream, "")
-            dropped = message.get(f"{stream}_dropped", 0)
-            if not isinstance(raw, str) or isinstance(dropped, bool) or not isinstance(dropped, int):
-                raise protocol.ProtocolError(f"malformed {stream} capture in {message['type']!r} frame")
-            try:
-                data = base64.b64decode(raw, validate=True)
-            except binascii.Error as exc:
-                raise protocol.ProtocolError(f"{stream} capture is not base64: {exc}") from None
-            # A lying harness may send more than the limit: cut it and count it.
-            extra = max(0, len(data) - self.limits.output_bytes)
-            texts.append((data[: self.limits.output_bytes].decode("utf-8", errors="replace"), dropped + extra))
+            size, dropped = report[f"{stream}_bytes"], report[f"{stream}_dropped"]
+            if not (0 <= size <= self.limits.output_bytes and dropped >= 0):
+                raise protocol.ProtocolError(
+                    f"{stream} capture of {size} bytes ({dropped} dropped) is outside 0..{self.limits.output_bytes}"
+                )
+            data = protocol.recv_exact(self._ctl, size, deadline)
+            texts.append((data.decode("utf-8", errors="replace"), dropped))
         return texts[0][0], texts[1][0], texts[0][1], texts[1][1]
 
     def _backend_alive(self) -> bool:
@@ -646,6 +649,8 @@ class _Episode:
         self.actions: list[int] = []
         self.conn: socket.socket | None = None
         self.sandbox_end: tuple[Status, str] | None = None
+        self.step: int | None = None  # the step being decided (None before the first task is sent)
+        self.output: tuple[str, str, int, int] = ("", "", 0, 0)  # stdout, stderr and their drop counts
 
     def finish(
         self,
@@ -656,6 +661,8 @@ class _Episode:
         timing: EpisodeTiming | None = None,
     ) -> EpisodeOutcome:
         out, err, out_dropped, err_dropped = output
+        if len(message) > MAX_MESSAGE_CHARS:  # whatever the sandbox managed to put in it
+            message = message[: MAX_MESSAGE_CHARS - 40] + f"... [{len(message) - MAX_MESSAGE_CHARS + 40} more chars]"
         return EpisodeOutcome(
             scenario_name=self.job.scenario_name,
             episode_id=self.job.episode.id,
@@ -664,6 +671,7 @@ class _Episode:
             metrics=metrics,
             trace_hash=trace_hash(self.actions),
             n_actions=len(self.actions),
+            step=None if status == "ok" else self.step,
             stdout=_storable(out),
             stderr=_storable(err),
             stdout_dropped=out_dropped,
@@ -682,18 +690,17 @@ class _Episode:
         workload = job.episode.workload_rng()
         specs = draw_nodes(job.scenario, workload)
         env.start(specs)
+        # The episode process names it in its hello: a connection an earlier episode's process opened and left
+        # waiting cannot pose as this episode's.
+        token = secrets.token_hex(16)
         try:
             s._send_scenario(job)
-            assert s._ctl is not None
+            assert s._ctl is not None and s._listener is not None
+            _refuse_waiting_connections(s._listener)
+            # The harness learns which episode and scenario, never its nodes or tasks (they go to the episode
+            # process only): the process every episode is forked from holds nothing of any hidden episode.
             protocol.send(
-                s._ctl,
-                {
-                    "type": "episode",
-                    "episode_id": job.episode.id,
-                    "scenario": job.scenario_name,
-                    "seed": job.policy_seed,
-                    "nodes": nodes_to_wire(specs),
-                },
+                s._ctl, {"type": "episode", "episode_id": job.episode.id, "scenario": job.scenario_name, "token": token}
             )
             tasks = env.tasks = draw_tasks(job.scenario, workload)  # about 1 ms, overlapped with the fork and connect
             self.conn = s._accept(
@@ -703,10 +710,11 @@ class _Episode:
                 return self._ended("crash", "episode process ended before connecting")
             reader = protocol.FrameReader(self.conn, max_size=protocol.MAX_FRAME_FROM_SANDBOX)
             hello = reader.recv(deadline=time.monotonic() + limits.decision_seconds)
-            protocol.expect(hello, "hello", {"episode_id": str})
-            if hello["episode_id"] != job.episode.id:
+            protocol.expect(hello, "hello", {"episode_id": str, "token": str})
+            if hello["episode_id"] != job.episode.id or hello["token"] != token:
                 raise protocol.ProtocolError(
-                    f"hello is for episode {hello['episode_id']!r:.80}, not {job.episode.id!r}"
+                    f"hello is for episode {hello['episode_id']!r:.80} with another token, not this episode's "
+                    f"({job.episode.id!r})"
                 )
         except _Infrastructure as exc:
             return self._abort("infrastructure_error", str(exc))
@@ -724,14 +732,15 @@ class _Episode:
             return self._abort("infrastructure_error", f"channel failed before step 0: {exc}")
 
         task = tasks[0]
-        step = 0
+        step = self.step = 0
         reply_wait = 0.0
-        sent_at = time.monotonic()
-        setup = sent_at - started
         nonces = protocol.new_nonces(len(tasks))
         nonce = nonces[0]
+        start = protocol.encode({"type": "start", "seed": job.policy_seed, "nodes": nodes_to_wire(specs)})
+        sent_at = time.monotonic()
+        setup = sent_at - started
         with contextlib.suppress(OSError):  # if it is gone, the first read says how it ended
-            self.conn.sendall(protocol.encode_task(0, task.arrival, task.image, task.cycles, nonce))
+            self.conn.sendall(start + protocol.encode_task(0, task.arrival, task.image, task.cycles, nonce))
         while step < len(tasks):
             task = tasks[step]
             if time.monotonic() >= episode_deadline:
@@ -769,13 +778,13 @@ class _Episode:
                 with contextlib.suppress(OSError):
                     self.conn.sendall(protocol.encode_task(step + 1, nxt.arrival, nxt.image, nxt.cycles, nonce))
             env.step(action)
-            step += 1
+            step = self.step = step + 1
 
         ended = time.monotonic()
         self._send_end()
         report = self._timing(reader)
-        exited = self._exit_report(kill_after=END_GRACE_SECONDS)
-        output = self._exit_output(exited)
+        self._exit_report(kill_after=END_GRACE_SECONDS)
+        output = self.output
         metrics = episode_metrics(env, self.actions, tuple(env.completion))
         timing = None
         if report is not None:
@@ -819,6 +828,7 @@ class _Episode:
         fields = _REPLY_FIELDS
         if kind not in fields:
             raise protocol.ProtocolError(f"step {step}: expected an 'action' frame, got {kind!r:.80}")
+        # Every text below is the policy's: cut to a few hundred characters before it goes anywhere.
         try:
             protocol.expect(reply, kind, fields[kind])
         except protocol.ProtocolError as exc:  # name the step, like every other message of an episode
@@ -833,13 +843,17 @@ class _Episode:
         if kind == "action":
             return reply["action"]
         if kind == "bad_action":
+            value, value_type = reply["value"][:MAX_VALUE_CHARS], reply["value_type"][:MAX_VALUE_CHARS]
             raise PolicyError(
-                f"step {step}: policy returned {reply['value']} of type {reply['value_type']}, "
-                "expected an int node index",
+                f"step {step}: policy returned {value} of type {value_type}, expected an int node index",
                 step=step,
-                value=reply["value"],
+                value=value,
             )
+        if reply["kind"] not in _ERROR_KINDS:
+            raise protocol.ProtocolError(f"step {step}: error frame of unknown kind {reply['kind']!r:.80}")
         tb = reply["traceback"][-MAX_TRACEBACK_CHARS:].rstrip()
+        if reply["kind"] == "import":
+            raise _PolicyRaised("import_error", f"policy import failed in this episode's process:\n{tb}")
         if reply["kind"] == "memory":
             raise _PolicyRaised("memory_exceeded", f"step {step}: policy ran out of memory (MemoryError)\n{tb}")
         if reply["kind"] == "replica":
@@ -861,8 +875,8 @@ class _Episode:
         """
         if not hung:
             self._send_end()
-        exited = self._exit_report(kill_after=0.0 if hung else END_GRACE_SECONDS)
-        return self.finish(status, message, self._exit_output(exited))
+        self._exit_report(kill_after=0.0 if hung else END_GRACE_SECONDS)
+        return self.finish(status, message, self.output)
 
     def _send_end(self) -> None:
         if self.conn is not None:
@@ -875,19 +889,17 @@ class _Episode:
         if exited is None:
             died, why = self.sandbox_end or self.s._sandbox_died()
             return self.finish(died, f"{message}; the sandbox ended too ({why})")
-        # The harness's report is untrusted: only well-typed values are used.
-        sig, code, kills = (_int_or_none(exited.get(k)) for k in ("signal", "exit_code", "oom_kills"))
+        sig, code, kills = exited["signal"], exited["exit_code"], exited["oom_kills"]
         if sig is not None:
-            name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
             host_kills = self.s._backend.oom_kills()
             if sig == signal.SIGKILL and ((kills is not None and kills > 0) or host_kills):
                 status = "memory_exceeded"
                 message = f"{message}: killed by the out-of-memory killer (limit {self.s.limits.memory_bytes} bytes)"
             else:
-                message = f"{message}: killed by signal {name}"
+                message = f"{message}: killed by signal {_signal_name(sig)}"
         elif code is not None:
             message = f"{message}: exit code {code}"
-        return self.finish(status, message, self._exit_output(exited))
+        return self.finish(status, message, self.output)
 
     def _exit_report(self, *, kill_after: float) -> dict[str, Any] | None:
         """Wait for the harness's ``exited`` frame, asking it to kill the episode process after ``kill_after`` s.
@@ -919,34 +931,35 @@ class _Episode:
                     deadline = time.monotonic() + s.limits.kill_grace_seconds
                     continue
                 if message["type"] == "exited":
-                    if message.get("scratch_dirty") is True:
-                        # The episode changed files the import left in /tmp: the next episode gets a new sandbox
-                        # (a fresh import), so no episode can hand state to another.
+                    protocol.expect(message, "exited", _EXITED_FIELDS)
+                    self.output = s._receive_output(message, deadline)
+                    if message["scratch_dirty"]:
+                        # Something of the episode could not be removed: the next episode gets a new sandbox.
                         s._teardown()
                     return message
                 if message["type"] != "pong":
-                    raise protocol.ProtocolError(f"expected an 'exited' frame, got {message['type']!r}")
+                    raise protocol.ProtocolError(f"expected an 'exited' frame, got {message['type']!r:.80}")
         except (protocol.ProtocolError, OSError) as exc:
             log.warning("sandbox did not report the end of episode %s (%s); replacing it", self.job.episode.id, exc)
             self.sandbox_end = s._sandbox_died()
             s._teardown()  # the next episode starts a new sandbox
             return None
 
-    def _exit_output(self, exited: dict[str, Any] | None) -> tuple[str, str, int, int]:
-        if exited is None:
-            return "", "", 0, 0
-        try:
-            return self.s._output(exited)
-        except protocol.ProtocolError as exc:
-            return "", f"[layersched: output capture unreadable: {exc}]", 0, 0
-
 
 def _storable(text: str) -> str:
     return _UNSTORABLE.sub("\ufffd", text)
 
 
-def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def _signal_name(number: int) -> str:
+    return signal.Signals(number).name if number in signal.Signals._value2member_map_ else str(number)
+
+
+def _refuse_waiting_connections(listener: socket.socket) -> None:
+    """Close connections waiting on the listener before an episode starts: none can be its episode process's
+    (that one connects only after being told which episode it serves), so they are an earlier process's."""
+    while select.select([listener], [], [], 0)[0]:
+        conn, _ = listener.accept()
+        conn.close()
 
 
 class _PolicyRaised(Exception):

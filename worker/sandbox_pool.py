@@ -31,12 +31,10 @@ import collections
 import contextlib
 import logging
 import math
-import os
 import queue
+import secrets
 import select
-import shutil
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -50,7 +48,7 @@ from docker.errors import APIError, DockerException, NotFound
 from layersched.worker import protocol
 from layersched.worker.docker_backend import DEFAULT_IMAGE, DockerBackend
 from layersched.worker.limits import SandboxLimits
-from layersched.worker.runner import CHANNEL_DIR, RUN_DIR_PREFIX, SOCKET_NAME
+from layersched.worker.run_dirs import RunDir
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +72,8 @@ def _container_config(limits: SandboxLimits) -> tuple[Any, ...]:
 class WarmSandbox:
     """A started, never-used container waiting for its bundle, with its run directory and channel."""
 
-    run_dir: Path
+    run: RunDir
+    channel_dir: Path
     listener: socket.socket
     ctl: socket.socket
     backend: DockerBackend
@@ -93,7 +92,7 @@ class WarmSandbox:
         container = self.backend.detach()
         if container is not None:
             self.remove_later(container)
-        shutil.rmtree(self.run_dir, ignore_errors=True)
+        self.run.remove()
 
 
 class SandboxPool:
@@ -186,7 +185,7 @@ class SandboxPool:
         try:
             readable, _, _ = select.select([warm.ctl], [], [], 0)
             if readable:  # it said something unasked, or closed: the harness is gone
-                log.warning("pooled sandbox %s closed its channel; discarding it", warm.run_dir.name)
+                log.warning("pooled sandbox %s closed its channel; discarding it", warm.run.path.name)
                 return False
             protocol.send(warm.ctl, {"type": "ping"})
             reply = protocol.recv(
@@ -195,10 +194,10 @@ class SandboxPool:
             protocol.expect(reply, "pong", {})
             current = warm.backend.client.images.get(self.image).id
         except (protocol.ProtocolError, OSError, DockerException, requests.RequestException) as exc:
-            log.warning("pooled sandbox %s is not usable (%s); discarding it", warm.run_dir.name, exc)
+            log.warning("pooled sandbox %s is not usable (%s); discarding it", warm.run.path.name, exc)
             return False
         if current != warm.backend.image_digest:
-            log.info("image %s was rebuilt since pooled sandbox %s started; discarding it", self.image, warm.run_dir)
+            log.info("image %s was rebuilt since pooled sandbox %s started; discarding it", self.image, warm.run.path)
             return False
         return True
 
@@ -237,29 +236,27 @@ class SandboxPool:
 
     def _start_one(self) -> WarmSandbox:
         """Start one container with an empty bundle directory and wait until its harness has connected."""
-        run_dir = Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-"))
-        run_dir.chmod(0o711)  # as a session's: the sandbox user may reach its mounts by name only
+        run = RunDir.create()
         listener = ctl = None
         backend: DockerBackend | None = None
         try:
-            (run_dir / CHANNEL_DIR).mkdir(mode=0o755)
-            bundle_dir = run_dir / BUNDLE_DIR
+            bundle_dir = run.path / BUNDLE_DIR
             bundle_dir.mkdir(mode=0o755)
-            sock_path = run_dir / CHANNEL_DIR / SOCKET_NAME
-            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            listener.bind(str(sock_path))
-            sock_path.chmod(0o666)  # the sandbox runs as another uid
-            listener.listen(4)
             backend = DockerBackend(self.limits, image=self.image)
+            channel_dir, listener = run.new_channel(backend.sandbox_uid)
+            nonce = secrets.token_hex(16)
             t0 = time.monotonic()
             deadline = t0 + self.limits.startup_seconds
-            backend.start(run_dir, bundle_dir, await_load=True)
+            backend.start(channel_dir, bundle_dir, nonce=nonce, await_load=True)
             self.started += 1
             ctl = _accept(listener, backend, deadline)
             hello = protocol.recv(ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=deadline)
-            protocol.expect(hello, "sim", {"fingerprint": str})
+            protocol.expect(hello, "sim", {"fingerprint": str, "nonce": str})
+            if hello["nonce"] != nonce:
+                raise RuntimeError("the pooled sandbox's first connection did not carry its start nonce")
             return WarmSandbox(
-                run_dir=run_dir,
+                run=run,
+                channel_dir=channel_dir,
                 listener=listener,
                 ctl=ctl,
                 backend=backend,
@@ -274,7 +271,7 @@ class SandboxPool:
                         sock.close()
             if backend is not None:
                 backend.close()
-            shutil.rmtree(run_dir, ignore_errors=True)
+            run.remove()
             raise
 
     def remove_later(self, container: Any) -> None:

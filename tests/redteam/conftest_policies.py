@@ -23,7 +23,8 @@ from layersched.sim.episodes import EpisodeSpec, policy_seed
 from layersched.sim.scenario import NodeRanges, Scenario
 from layersched.worker.docker_backend import LABEL, WORKER_LABEL, worker_identity
 from layersched.worker.limits import MiB, SandboxLimits
-from layersched.worker.runner import RUN_DIR_PREFIX, EpisodeJob, EpisodeOutcome, SandboxSession, open_sandbox
+from layersched.worker.run_dirs import RUN_DIR_PREFIX
+from layersched.worker.runner import EpisodeJob, EpisodeOutcome, SandboxSession, open_sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICIES = Path(__file__).parent / "policies"

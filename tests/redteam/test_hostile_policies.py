@@ -33,8 +33,15 @@ reply_huge_frame    protocol_error         frame announces 2 GiB, pushes 64 MiB
 reply_duplicated    protocol_error         writes its action on the socket itself, then returns it
 reply_ahead         protocol_error         answers step 1 before task 1 was sent
 reply_early         protocol_error         the same, correctly numbered (no nonce can be right)
-hash_lie            protocol_error         harness says another scenario hash (poses as image skew)
-channel_slam        crash                  harness stops reading its control channel (broken pipe)
+hash_lie            ok                     patches the harness to lie about the scenario hash (image skew)
+channel_slam        ok                     patches the harness to stop reading its control channel
+exception_leak      crash                  raises with every task it has seen (the message spells them out)
+oversized_value     invalid_action         hand-made bad_action frame with a 3,000,000-character value
+cross_episode_pipe  ok                     pipe opened at import: reads what earlier episodes wrote into it
+sysv_segment        ok                     counts episodes in a System V shared memory segment
+verdict_forger      ok                     replaces the harness's isolation checks, counts in mmap and /tmp
+heap_scanner        ok                     searches its own memory for what earlier episodes printed
+pool_impostor       timeout                thread posing as the replacement sandbox's harness (warm pool)
 harness_stop        timeout                SIGSTOPs its own harness (the sandbox is replaced)
 pickle_weights      ok                     unpickling its weights creates a file (inside only)
 snooper             crash                  hunts canaries: host files, environments, bundles, evalset
@@ -75,8 +82,10 @@ from layersched.sim.scenario import Scenario
 from layersched.worker.evalsets import register_and_score
 from layersched.worker.limits import MiB
 from layersched.worker.pipeline import run_evaluation
-from layersched.worker.runner import SandboxSession, open_sandbox
+from layersched.worker.runner import EpisodeOutcome, SandboxSession, open_sandbox, worker_sim_fingerprint
+from layersched.worker.sandbox_pool import SandboxPool
 from tests.redteam.conftest_policies import (  # noqa: F401 - fixtures, registered by being imported
+    CONTROL,
     GREEDY,
     LAB,
     LIMITS,
@@ -85,6 +94,7 @@ from tests.redteam.conftest_policies import (  # noqa: F401 - fixtures, register
     TIGHT,
     Run,
     healthy_host,
+    make_job,
     run_sandbox,
     sandbox_image,
 )
@@ -144,17 +154,41 @@ def _capabilities(run: Run) -> None:
     for call in ("unshare_user", "unshare_mount", "mount_tmpfs", "chroot"):
         assert report[call] == "refused: Operation not permitted", (call, report[call])
     assert report["docker_sock"] == []
-    assert report["unix_sockets"] == ["/run/layersched/chan.sock"]  # the only socket: its own channel
+    # Not even its own channel: the channel directory cannot be listed (the harness knows the socket's name).
+    assert report["unix_sockets"] == []
 
 
 def _pickle(run: Run) -> None:
-    assert "unpickled inside the sandbox: marker exists = True" in run.startup_stdout  # the payload is live
-    assert run.outcome.stdout == "marker exists at step 0 = True\n"
+    # The payload is live inside (each episode imports the policy, so its import output is the episode's).
+    assert run.outcome.stdout == "unpickled inside the sandbox: marker exists = True\nmarker exists at step 0 = True\n"
     assert not PICKLE_MARKER.exists()
 
 
 def _import_print(run: Run) -> None:
-    assert (run.startup_stdout, run.startup_stderr) == ("A" * LIMITS.output_bytes, "E" * LIMITS.output_bytes)
+    assert (run.outcome.stdout, run.outcome.stderr) == ("A" * LIMITS.output_bytes, "E" * LIMITS.output_bytes)
+
+
+NO_SEGMENT = "segment: No space left on device; episodes before: 0\n"
+
+
+def _says(run: Run, text: str) -> None:
+    assert run.outcome.stdout == text, run.outcome.stdout
+
+
+def _forged_in_vain(outcome: EpisodeOutcome) -> None:
+    forged, counted = outcome.stdout.splitlines()
+    assert forged == "forged in __main__: ['empty_scratch', '_others_alive', 'Harness._clean_up']"
+    assert counted == "episodes before this one: 0"
+
+
+def _found_nothing(outcome: EpisodeOutcome) -> None:
+    assert outcome.stdout.startswith("found 0 markers of earlier episodes: []\n"), outcome.stdout[:200]
+    assert outcome.stdout.count("\n") == 1002  # it did print its own marker
+
+
+def _patched_itself(run: Run) -> None:
+    """The harness patch ran (in the episode's own process) and changed nothing the worker sees."""
+    assert re.fullmatch(r"patched __main__\.Harness\.send in process \d+\n", run.outcome.stdout), run.outcome.stdout
 
 
 def _text(run: Run) -> None:
@@ -185,7 +219,8 @@ CASES: list[tuple[str, Scenario, str, str, Callable[[Run], None] | None, float]]
         "import_memory_bomb",
         LAB,
         "memory_exceeded",
-        r"sandbox ended during the policy import \(out of memory \(.*\)\): connection closed after 0 of 4 bytes",
+        r"policy import ran out of memory: killed by the out-of-memory killer "
+        rf"\(limit {LIMITS.memory_bytes} bytes\)",
         None,
         8,
     ),
@@ -233,23 +268,29 @@ CASES: list[tuple[str, Scenario, str, str, Callable[[Run], None] | None, float]]
         None,
         8,
     ),
+    ("hash_lie", LAB, "ok", r"", _patched_itself, 8),
+    ("channel_slam", LAB, "ok", r"", _patched_itself, 8),
+    # The sandbox's outcome quotes the policy (organisers read it); what participants see is test_hidden_episodes'.
     (
-        "hash_lie",
-        LAB,
-        "protocol_error",
-        r"before step 0: the sandbox answered scenario hash '0{64}' for 'lab', but its simulator is the worker's "
-        r"\(fingerprint [0-9a-f]{16}\), which computes [0-9a-f]{64}: the sandbox's reply was tampered with",
-        None,
-        8,
-    ),
-    (
-        "channel_slam",
+        "exception_leak",
         LAB,
         "crash",
-        r"the sandbox closed its channel before step 0 \(\[Errno 32\] Broken pipe\); the sandbox ended too \(.+\)",
+        r"step 20: policy raised an exception\n(.|\n)*ValueError: LEAK \[\(.*\)\]",
         None,
         8,
     ),
+    (
+        "oversized_value",
+        LAB,
+        "invalid_action",
+        r"step 1: policy returned V{200} of type V{200}, expected an int node index",
+        None,
+        8,
+    ),
+    ("cross_episode_pipe", LAB, "ok", r"", lambda run: _says(run, "from earlier episodes: 0 bytes\n"), 8),
+    ("sysv_segment", LAB, "ok", r"", lambda run: _says(run, NO_SEGMENT), 8),
+    ("verdict_forger", LAB, "ok", r"", lambda run: _forged_in_vain(run.outcome), 8),
+    ("heap_scanner", LAB, "ok", r"", lambda run: _found_nothing(run.outcome), 8),
     ("pickle_weights", LAB, "ok", r"", _pickle, 8),
     ("import_print", LAB, "ok", r"", _import_print, 8),
     ("text_poison", LAB, "crash", "step 1: policy raised an exception\nboom \ufffd \ufffd end", _text, 8),
@@ -311,6 +352,72 @@ def test_a_fork_bomb_does_not_outlive_its_episode(policy: str, status: str) -> N
     episodes = tuple(EpisodeSpec(f"e{i}", seed=i) for i in range(3))
     runs = run_sandbox(POLICIES / policy, episodes=episodes)
     assert [(r.outcome.status, r.restarts) for r in runs] == [(status, 0)] * 3, [r.outcome.message for r in runs]
+
+
+ISOLATION: list[tuple[str, str, Callable[[EpisodeOutcome], None]]] = [
+    ("cross_episode_pipe", "ok", lambda o: _ends_with(o.stdout, "from earlier episodes: 0 bytes\n")),
+    (
+        "sysv_segment",
+        "ok",
+        lambda o: _ends_with(o.stdout, NO_SEGMENT),
+    ),
+    ("verdict_forger", "ok", _forged_in_vain),
+    ("heap_scanner", "ok", _found_nothing),
+]
+
+
+def _ends_with(text: str, end: str) -> None:
+    assert text.endswith(end), text[-300:]
+
+
+@pytest.mark.parametrize(("policy", "status", "check"), ISOLATION, ids=[case[0] for case in ISOLATION])
+def test_episodes_of_one_sandbox_pass_nothing_to_each_other(
+    policy: str, status: str, check: Callable[[EpisodeOutcome], None]
+) -> None:
+    """The same episode three times in one sandbox: each sees nothing of the others (the same actions, the same
+    report), and the sandbox is never replaced. Each of these policies carried state forward on reviewed main."""
+    runs = run_sandbox(POLICIES / policy, episodes=(CONTROL, CONTROL, CONTROL))
+    assert [(r.outcome.status, r.restarts) for r in runs] == [(status, 0)] * 3, [r.outcome.message for r in runs]
+    assert len({r.outcome.trace_hash for r in runs}) == 1
+    for run in runs:
+        check(run.outcome)
+
+
+def test_the_harness_cannot_be_read_or_written_by_an_episode() -> None:
+    """The harness is not dumpable: an episode process (same user) cannot open its memory, list its file
+    descriptors or read its environment, the ways to take its channel or change what it reports."""
+    (run,) = run_sandbox(POLICIES / "harness_probe")
+    assert run.outcome.status == "ok", run.outcome.message
+    report = last_json(run.outcome.stdout)
+    assert report == {
+        "mem": "refused: PermissionError",
+        "fd": "refused: PermissionError",
+        "environ": "refused: PermissionError",
+        "ptrace": "refused: 1",
+        "own_environ_nonce": False,
+    }, report
+
+
+def test_a_pooled_sandbox_left_behind_cannot_pose_as_its_replacement() -> None:
+    """Warm pool: the first sandbox, frozen by the policy, is replaced and removed in the background while a thread
+    the policy left in it keeps connecting to its channel, posing as the new harness. The replacement listens in
+    a new channel directory and wants its own start nonce: the real harness is the one accepted."""
+    pool = SandboxPool(size=1, limits=LIMITS)
+    try:
+        assert pool.wait_ready(60)
+        episodes = (EpisodeSpec("a", seed=1), EpisodeSpec("b", seed=2))
+        with open_sandbox(POLICIES / "pool_impostor", limits=LIMITS, pool=pool) as session:
+            assert session.pooled
+            outcomes = []
+            for episode in episodes:
+                outcomes.append(session.run_episode(make_job(session, LAB, episode)))
+                assert session._sim_fingerprint == worker_sim_fingerprint()
+            assert session.restarts == 1
+        assert [(o.status, o.message) for o in outcomes] == [
+            ("timeout", "step 1: no action within the per-decision deadline of 1 s")
+        ] * 2
+    finally:
+        pool.close()
 
 
 def test_a_frozen_harness_is_replaced() -> None:
@@ -544,8 +651,7 @@ PIPELINE = [
     ("memory_bomb", "memory_exceeded", "step 0: episode process ended without replying: killed by the out-of-memory"),
     ("fork_bomb", "timeout", "step 0: no action within the per-decision deadline of 1 s"),
     ("reply_nan", "protocol_error", "step 1: frame is not valid JSON: non-finite number NaN"),
-    ("hash_lie", "protocol_error", "the sandbox's reply was tampered with"),
-    ("channel_slam", "crash", "the sandbox closed its channel before step 0"),
+    ("oversized_value", "invalid_action", "step 1: policy returned " + "V" * 200 + " of type " + "V" * 200 + ","),
 ]
 
 
@@ -607,7 +713,8 @@ def test_pipeline_never_unpickles_the_weights_outside_the_sandbox(
     done, report = evaluate(sqlite_settings, sqlite_sessions, folder("pickle_weights"))
     monkeypatch.undo()
     assert (report.state, done.state) == ("succeeded", "succeeded")
-    assert all(r.stdout == "marker exists at step 0 = True\n" for r in done.episodes)  # type: ignore[attr-defined]
+    expected = "unpickled inside the sandbox: marker exists = True\nmarker exists at step 0 = True\n"
+    assert all(r.stdout == expected for r in done.episodes)  # type: ignore[attr-defined]
     assert loads == []
     assert not PICKLE_MARKER.exists()
     assert_next_submission_is_scored(sqlite_settings, sqlite_sessions)

@@ -23,7 +23,7 @@ from layersched.sim.env import ClusterEnv
 from layersched.sim.episode import EpisodeResult, run_episode
 from layersched.sim.episodes import EpisodeSpec, policy_seed
 from layersched.sim.scenario import CloudNode, NodeRanges, Scenario
-from layersched.worker.harness import seed_globals
+from layersched.worker.episode_process import seed_globals
 from layersched.worker.limits import MiB, SandboxLimits
 from layersched.worker.runner import EpisodeJob, EpisodeOutcome, SandboxSession, open_sandbox
 
@@ -162,7 +162,7 @@ class SandboxContract:
         for outcome in outcomes:
             assert outcome.status == "import_error"
             assert outcome.message.startswith("policy import failed:\nTraceback")
-            assert outcome.message.endswith("ModuleNotFoundError: No module named 'layersched_no_such_module'\n")
+            assert outcome.message.endswith("ModuleNotFoundError: No module named 'layersched_no_such_module'")
             assert outcome.stdout == "importing the policy\n"
             assert outcome.n_actions == 0
 
@@ -170,7 +170,7 @@ class SandboxContract:
         bundle = write_policy(tmp_path, "def choose(env, task, rng):\n    return 0\n")
         _, outcomes = self.run(bundle, episodes=EPISODES[:1])
         assert outcomes[0].status == "import_error"
-        assert outcomes[0].message.endswith("ImportError: policy.py defines no callable 'policy' (found NoneType)\n")
+        assert outcomes[0].message.endswith("ImportError: policy.py defines no callable 'policy' (found NoneType)")
 
     def test_hanging_import_times_out(self, tmp_path):
         bundle = write_policy(

@@ -33,7 +33,8 @@ from docker.errors import APIError, NotFound
 
 from layersched.worker.docker_backend import WORKER_LABEL, DockerBackend, worker_identity
 from layersched.worker.limits import SandboxLimits
-from layersched.worker.runner import BackendUnavailable, open_sandbox
+from layersched.worker.backend import BackendUnavailable
+from layersched.worker.runner import open_sandbox
 
 from .sandbox_contract import EPISODES, LAB, POLICIES, make_job, write_policy
 

@@ -17,8 +17,8 @@ from layersched.sim.catalog import load_catalog
 from layersched.sim.scenario import CloudNode, Scenario
 from layersched.sim.workload import NodeSpec
 from layersched.worker import protocol
-from layersched.worker.harness import (
-    Capture,
+from layersched.worker.capture import Capture
+from layersched.worker.wire import (
     action_message,
     nodes_from_wire,
     nodes_to_wire,

@@ -63,21 +63,6 @@ def test_runner_import_is_light():
     assert out.stdout.strip() == "[]"
 
 
-def test_run_dirs_of_dead_workers_are_swept(monkeypatch, tmp_path):
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    monkeypatch.setattr(runner, "_run_dirs_swept", False)
-    dead = tmp_path / f"{runner.RUN_DIR_PREFIX}999999999-abc"
-    alive = tmp_path / f"{runner.RUN_DIR_PREFIX}{os.getpid()}-abc"
-    for path in (dead, alive):
-        (path / "bundle").mkdir(parents=True)
-    with open_sandbox(POLICIES / "greedy", backend="process") as session:
-        assert session._run_dir.parent == tmp_path
-        assert session._run_dir.name.startswith(f"{runner.RUN_DIR_PREFIX}{os.getpid()}-")
-    assert not dead.exists()
-    assert alive.exists()
-    assert not session._run_dir.exists()
-
-
 def test_unknown_backend():
     with pytest.raises(SandboxError, match="unknown sandbox backend 'vm'"):
         open_sandbox(POLICIES / "greedy", backend="vm")  # type: ignore[arg-type]

@@ -22,7 +22,8 @@ from docker.errors import NotFound
 from layersched.worker import sandbox_pool
 from layersched.worker.docker_backend import LABEL, WORKER_LABEL, worker_identity
 from layersched.worker.limits import MiB, SandboxLimits
-from layersched.worker.runner import RUN_DIR_PREFIX, BundleError, SandboxSession, open_sandbox
+from layersched.worker.run_dirs import RUN_DIR_PREFIX
+from layersched.worker.runner import BundleError, SandboxSession, open_sandbox
 from layersched.worker.sandbox_pool import SandboxPool
 
 from .sandbox_contract import EPISODES, LAB, POLICIES, SandboxContract, make_job

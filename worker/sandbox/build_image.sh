@@ -23,6 +23,8 @@ BASE_ARGS=(--variant=minbase --include=python3 "$SUITE")
 REPO_NAME=layersched-sandbox
 SITE=usr/local/lib/python3.11/dist-packages
 PY="${PYTHON:-python3}"   # host Python 3.11: same bytecode magic as the image's 3.11.2, so .pyc files are valid
+# The worker's modules that run inside the sandbox (the harness and what it imports); the Dockerfile copies the same.
+SANDBOX_MODULES=(__init__.py harness.py episode_process.py capture.py wire.py protocol.py)
 
 mkdir -p "$CACHE"
 exec 9>"$CACHE/.lock"
@@ -57,7 +59,7 @@ inputs_hash() {
         (cd "$WHEELS" && sha256sum -- *.whl)
         (cd "$REPO" && find sim -type f \( -name '*.py' -o -name '*.c' -o -path 'sim/data/*' -o -name py.typed \) \
             -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum)
-        (cd "$REPO" && sha256sum worker/__init__.py worker/harness.py worker/protocol.py)
+        (cd "$REPO" && sha256sum "${SANDBOX_MODULES[@]/#/worker/}")
     } | sha256sum | cut -c1-16
 }
 HASH="$(inputs_hash)"
@@ -86,7 +88,7 @@ mkdir -p "$PKG/sim/data" "$PKG/worker"
 # observe()'s C kernel travels as source only (the rules hash reads it); the sandbox runs observe()'s Python loop,
 # which gives the same bits.
 (cd "$REPO/sim" && cp -- *.py *.c py.typed "$PKG/sim/" && cp -- data/* "$PKG/sim/data/")
-cp "$REPO/worker/__init__.py" "$REPO/worker/harness.py" "$REPO/worker/protocol.py" "$PKG/worker/"
+cp "${SANDBOX_MODULES[@]/#/$REPO/worker/}" "$PKG/worker/"
 "$PY" -m compileall -q "$PKG" >&2
 # The rules hash of the simulator copied into the image, computed from those very files (-I: not the host's
 # editable install). Workers compare it with their own before choosing this image.

@@ -1,6 +1,10 @@
 """Patches the harness (the running ``__main__`` module) so that its ``scenario_ok`` reply names a wrong scenario
-hash, which is what a sandbox image built from another simulator would say. A participant must not be able to
-pass its own failure off as the service's (``infrastructure_error`` is never charged to a quota)."""
+hash, which is what a sandbox image built from another simulator would say: that would pass its own failure off as
+the service's (``infrastructure_error`` is never charged to a quota).
+
+Reviewed main imported the policy in the harness, so the patch took effect (and was caught by the fingerprint
+check). Now the policy runs only in episode processes: the patch changes their copy of the harness module, never
+the harness, and the episode is scored as usual."""
 
 import sys
 
@@ -15,6 +19,7 @@ def _lying_send(self, message):
 
 
 harness.Harness.send = _lying_send
+print(f"patched {harness.__name__}.Harness.send in process {__import__('os').getpid()}", flush=True)
 
 
 def policy(env, task, rng):

@@ -1,0 +1,49 @@
+"""What the runner asks of a sandbox backend (Docker container, local process), and how a backend says that its
+supervisor cannot be asked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+BackendName = Literal["docker", "process"]
+
+
+class BackendUnavailable(Exception):
+    """The sandbox's supervisor (the Docker engine) cannot be asked: down, restarting or not answering.
+
+    Nothing is wrong with the bundle. Whatever happened to the sandbox meanwhile is the service's failure
+    (``infrastructure_error``, retried), never the policy's crash.
+    """
+
+
+class Backend(Protocol):
+    """Start the harness on a channel directory and a bundle, report on it, and remove it."""
+
+    @property
+    def name(self) -> BackendName: ...
+
+    @property
+    def image_digest(self) -> str: ...
+
+    @property
+    def sandbox_uid(self) -> int | None:
+        """The user the harness runs as, when it is not the worker's own (the channel's socket is given to it)."""
+        ...
+
+    def start(self, channel_dir: Path, bundle_dir: Path, *, nonce: str) -> None: ...
+
+    def alive(self) -> bool: ...  # raises BackendUnavailable when the engine cannot be asked
+
+    def oom_kills(self) -> int | None: ...
+
+    def describe_exit(self) -> str: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Detachable(Protocol):
+    """A backend whose sandbox can be handed over to be removed elsewhere (the warm pool's background thread)."""
+
+    def detach(self) -> Any: ...
