@@ -1,11 +1,14 @@
-"""Turning rows into the API's response bodies (the one place that knows both shapes)."""
+"""Turning rows into the API's response bodies (the one place that knows both shapes).
+
+What a row shows depends on who reads it: ``visibility.Audience``.
+"""
 
 from __future__ import annotations
 
 from typing import Any, cast
 
 from layersched.server import storage
-from layersched.server.models import EpisodeResult, Evaluation, Submission
+from layersched.server.models import EpisodeResult, Evaluation, Submission, User
 from layersched.server.schemas import (
     AuditVerdict,
     EpisodeLog,
@@ -18,26 +21,41 @@ from layersched.server.schemas import (
     State,
     SubmissionPublic,
 )
+from layersched.server.visibility import Audience, audience, hidden_episode_message
 
 
 def _score(raw: dict[str, Any] | None) -> Score | None:
     return Score.model_validate(raw) if raw and raw.get("overall") is not None else None
 
 
-def _error(evaluation: Evaluation | None) -> ErrorInfo | None:
-    if evaluation is None or evaluation.state not in ("failed", "cancelled"):
+def _error(evaluation: Evaluation | None, reader: Audience) -> ErrorInfo | None:
+    if evaluation is None or evaluation.state not in ("failed", "cancelled") or reader == "public":
         return None
-    return ErrorInfo(
-        category=evaluation.error_category or "unknown",
-        message=evaluation.error_message or f"evaluation {evaluation.id} ended as {evaluation.state}",
-    )
+    category = evaluation.error_category or "unknown"
+    if reader == "organiser":
+        message = evaluation.error_message or f"evaluation {evaluation.id} ended as {evaluation.state}"
+    else:
+        message = evaluation.public_error_message or (
+            f"evaluation {evaluation.id} ended as {evaluation.state} ({category}); its details are shown to "
+            "organisers only"
+        )
+    return ErrorInfo(category=category, message=message)
 
 
-def evaluation_public(evaluation: Evaluation) -> EvaluationPublic:
-    return EvaluationPublic(**_evaluation_fields(evaluation))
+def _audit(evaluation: Evaluation, reader: Audience) -> AuditVerdict | None:
+    if not evaluation.audit:
+        return None
+    verdict = evaluation.audit
+    # An audit older than the participant's own list of lines shows them nothing but the verdict.
+    lines = verdict.get("mismatches" if reader == "organiser" else "public_mismatches", [])
+    return AuditVerdict(verdict=verdict["verdict"], mismatches=lines)
 
 
-def _evaluation_fields(evaluation: Evaluation) -> dict[str, Any]:
+def evaluation_public(evaluation: Evaluation, reader: Audience = "organiser") -> EvaluationPublic:
+    return EvaluationPublic(**_evaluation_fields(evaluation, reader))
+
+
+def _evaluation_fields(evaluation: Evaluation, reader: Audience = "organiser") -> dict[str, Any]:
     return {
         "id": evaluation.id,
         "kind": evaluation.kind,
@@ -53,9 +71,9 @@ def _evaluation_fields(evaluation: Evaluation) -> dict[str, Any]:
         "finished_at": evaluation.finished_at,
         "attempts": evaluation.attempts,
         "progress": Progress(done=evaluation.progress_done, total=evaluation.progress_total),
-        "error": _error(evaluation),
+        "error": _error(evaluation, reader),
         "audit_of": evaluation.audit_of_id,
-        "audit": AuditVerdict.model_validate(evaluation.audit) if evaluation.audit else None,
+        "audit": _audit(evaluation, reader),
     }
 
 
@@ -72,7 +90,9 @@ def evaluation_detail(evaluation: Evaluation) -> EvaluationDetail:
     )
 
 
-def submission_public(submission: Submission, *, rank: int | None = None) -> SubmissionPublic:
+def submission_public(submission: Submission, *, viewer: User | None, rank: int | None = None) -> SubmissionPublic:
+    """``viewer``: who reads it (None: anyone, e.g. a ranked entry's public page)."""
+    reader = audience(viewer, submission)
     primary = storage.primary_evaluation(submission)
     scored = storage.scored_evaluation(submission)
     return SubmissionPublic(
@@ -85,21 +105,27 @@ def submission_public(submission: Submission, *, rank: int | None = None) -> Sub
         state=cast(State, primary.state) if primary else "queued",  # CHECK constraint guarantees the value
         disqualified=submission.disqualified_reason,
         progress=Progress(done=primary.progress_done if primary else 0, total=primary.progress_total if primary else 0),
-        error=_error(primary),
+        error=_error(primary, reader),
         score=_score(scored.score_public) if scored else None,
         rank=rank,
         selected=submission.selected,
-        evaluations=[evaluation_public(e) for e in submission.evaluations],
+        evaluations=[evaluation_public(e, reader) for e in submission.evaluations],
     )
 
 
-def episode_log(episode: EpisodeResult) -> EpisodeLog:
-    """Hidden episodes show status and message only: their output could leak the hidden workload."""
+def episode_log(episode: EpisodeResult, reader: Audience) -> EpisodeLog:
+    """Hidden episodes keep no output; to their owner they show status and step only (the message may quote what
+    the policy wrote about the hidden workload: its traceback, the value it returned)."""
+    message = episode.message
+    if episode.hidden and reader != "organiser" and episode.status != "ok":
+        message = hidden_episode_message(episode.status, episode.step)
     return EpisodeLog(
         scenario=episode.scenario,
         episode=episode.episode_id,
+        hidden=episode.hidden,
         status=episode.status,
-        message=episode.message,
+        step=episode.step,
+        message=message,
         stdout=None if episode.hidden else episode.stdout,
         stderr=None if episode.hidden else episode.stderr,
     )

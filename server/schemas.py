@@ -125,7 +125,9 @@ class SubmissionsPublic(BaseModel):
 class EpisodeLog(BaseModel):
     scenario: str
     episode: str
+    hidden: bool
     status: str
+    step: int | None
     message: str
     stdout: str | None
     stderr: str | None

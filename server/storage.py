@@ -236,9 +236,14 @@ def lock_submitter(*, session: Session, user: User) -> None:
     """Hold the user's row until the transaction ends, so one participant's concurrent uploads are checked against
     the quota one after the other (without it a burst of 20 uploads got 3-5 past a limit of 2 in flight).
 
-    A no-op on SQLite, which has no row locks (a demo database; its writers are serialised anyway).
+    SQLite has no row locks, and its transactions start as readers, so checks done in two of them at once both pass
+    (20 uploads against a limit of 2 in flight: 10 accepted). A write takes the database's write lock at once and
+    holds it until the commit: the checks that follow then see every submission committed before.
     """
-    session.execute(select(User.id).where(User.id == user.id).with_for_update())
+    if session.get_bind().dialect.name == "sqlite":
+        session.execute(update(User).where(User.id == user.id).values(id=User.id))
+    else:
+        session.execute(select(User.id).where(User.id == user.id).with_for_update())
 
 
 def create_submission(
@@ -375,17 +380,33 @@ def scored_evaluation(submission: Submission, *, evalset_name: str | None = None
 def cancel_submission(
     *, session: Session, submission_id: int, actor: User, now: dt.datetime | None = None
 ) -> Submission:
-    """Cancel the submission's queued and running evaluations; the worker sees it at its next heartbeat."""
+    """Cancel the submission's queued and running evaluations; the worker sees it at its next heartbeat.
+
+    Only evaluations still queued or running change (one conditional update): a result the worker commits
+    meanwhile is kept, never overwritten with ``cancelled``.
+    """
     submission = get_submission(session=session, submission_id=submission_id, viewer=actor)
-    active = [e for e in submission.evaluations if e.state in ACTIVE_STATES]
-    if not active:
-        raise Conflict(f"submission {submission_id} has no queued or running evaluation to cancel")
     now = now or utcnow()
-    for evaluation in active:
-        evaluation.state, evaluation.finished_at = "cancelled", now
-        evaluation.error_category, evaluation.error_message = "cancelled", f"cancelled by {actor.name}"
-    _log(session, actor, "cancel", f"submission:{submission_id}", {"evaluations": [e.id for e in active]})
+    message = f"cancelled by {actor.name}"
+    cancelled = session.scalars(
+        update(Evaluation)
+        .where(Evaluation.submission_id == submission_id, Evaluation.state.in_(ACTIVE_STATES))
+        .values(
+            state="cancelled",
+            finished_at=now,
+            error_category="cancelled",
+            error_message=message,
+            public_error_message=message,
+        )
+        .returning(Evaluation.id)
+    ).all()
+    if not cancelled:
+        session.rollback()
+        raise Conflict(f"submission {submission_id} has no queued or running evaluation to cancel")
+    _log(session, actor, "cancel", f"submission:{submission_id}", {"evaluations": sorted(cancelled)})
     session.commit()
+    for evaluation in submission.evaluations:
+        session.refresh(evaluation)
     return submission
 
 
@@ -469,6 +490,8 @@ def start_evaluation(
 ) -> Evaluation | None:
     """The worker takes an evaluation: running, attempts + 1, heartbeat now. Idempotent across redeliveries.
 
+    ``image_digest`` may be None when the sandbox is not started yet (``record_sandbox`` adds it then).
+
     Returns None when the worker must not run it (the row is gone, or it was cancelled or already finished, or
     another worker runs it and sent a heartbeat within ``live_within``: a duplicate message); the task then exits
     quietly. Episodes already recorded by an earlier attempt stay: the worker skips them.
@@ -497,6 +520,14 @@ def start_evaluation(
     evaluation.sim_version, evaluation.image_digest, evaluation.sandbox = sim_version, image_digest, sandbox
     session.commit()
     return evaluation
+
+
+def record_sandbox(*, session: Session, evaluation_id: int, image_digest: str, sandbox: str) -> None:
+    """The sandbox an evaluation runs in, once it is started (audits compare the image digest)."""
+    session.execute(
+        update(Evaluation).where(Evaluation.id == evaluation_id).values(image_digest=image_digest, sandbox=sandbox)
+    )
+    session.commit()
 
 
 def heartbeat(*, session: Session, evaluation_id: int, worker_id: str, now: dt.datetime | None = None) -> bool:
@@ -531,6 +562,7 @@ def record_episode_result(
     split: str,
     hidden: bool,
     status: str,
+    step: int | None = None,
     message: str = "",
     mean_completion: float | None = None,
     p95_completion: float | None = None,
@@ -543,7 +575,8 @@ def record_episode_result(
 ) -> EpisodeResult:
     """Write one episode's outcome (an upsert on (evaluation, scenario, episode)) and update the progress.
 
-    ``hidden`` episodes (keyed workloads) drop stdout and stderr here, whatever the worker passes.
+    ``hidden`` episodes (keyed workloads) drop stdout and stderr here, whatever the worker passes; their
+    ``message`` is kept for organisers (participants see ``status`` and ``step`` only: ``presenters``).
     """
     values: dict[str, Any] = {
         "evaluation_id": evaluation_id,
@@ -552,6 +585,7 @@ def record_episode_result(
         "split": split,
         "hidden": hidden,
         "status": status,
+        "step": step,
         "message": message,
         "mean_completion": mean_completion,
         "p95_completion": p95_completion,
@@ -601,6 +635,7 @@ def finish_evaluation(
     score_private: dict[str, Any] | None = None,
     error_category: str | None = None,
     error_message: str | None = None,
+    public_error_message: str | None = None,
     infrastructure_failure: bool = False,
     audit: dict[str, Any] | None = None,
     now: dt.datetime | None = None,
@@ -609,8 +644,10 @@ def finish_evaluation(
 
     A score is ``{"overall", "ci_low", "ci_high", "per_scenario": {scenario: ratio}}``. A failure needs an
     ``error_category`` (an episode status such as ``timeout`` or ``import_error``, or ``infrastructure``) and a
-    message; ``infrastructure_failure=True`` gives the submission back to the participant's daily quota. Returns
-    None if the evaluation was cancelled meanwhile (nothing is changed); finishing twice keeps the first outcome.
+    message, which is for organisers; ``public_error_message`` is what the participant may read of it (None: the
+    category only). ``infrastructure_failure=True`` gives the submission back to the participant's daily quota.
+    Returns None if the evaluation was cancelled meanwhile (nothing is changed); finishing twice keeps the first
+    outcome.
     """
     if state not in ("succeeded", "failed"):
         raise ValueError(f"an evaluation finishes as 'succeeded' or 'failed', got {state!r}")
@@ -629,6 +666,7 @@ def finish_evaluation(
     evaluation.finished_at = now or utcnow()
     evaluation.score_public, evaluation.score_private, evaluation.audit = score_public, score_private, audit
     evaluation.error_category, evaluation.error_message = error_category, error_message
+    evaluation.public_error_message = public_error_message
     evaluation.infrastructure_failure = infrastructure_failure
     evaluation.progress_done = _count_episodes(session, evaluation_id)
     if state == "failed" and infrastructure_failure and evaluation.kind == "initial":
@@ -662,22 +700,44 @@ def requeue_evaluation(*, session: Session, evaluation_id: int) -> Evaluation | 
 def expire_stuck_evaluations(*, session: Session, now: dt.datetime, timeout: dt.timedelta) -> list[Evaluation]:
     """Fail every running evaluation without a heartbeat for ``timeout``, naming the worker and the silence.
 
-    These are the service's failures (``infrastructure_failure``), so they never count against the quota.
+    These are the service's failures (``infrastructure_failure``), so they never count against the quota. Each is
+    failed by a conditional update that rechecks it is still running and silent: a worker that finishes or beats
+    meanwhile keeps its result.
     """
-    stuck = list_stale_evaluations(session=session, now=now, timeout=timeout)
-    for evaluation in stuck:
+    expired = []
+    for evaluation in list_stale_evaluations(session=session, now=now, timeout=timeout):
         last = evaluation.heartbeat_at.isoformat() if evaluation.heartbeat_at else "never"
-        evaluation.state, evaluation.finished_at = "failed", now
-        evaluation.error_category = INFRASTRUCTURE
-        evaluation.error_message = (
+        message = (
             f"no heartbeat from worker {evaluation.worker_id!r} since {last} "
             f"(timeout {timeout.total_seconds():.0f} s, attempt {evaluation.attempts})"
         )
-        evaluation.infrastructure_failure = True
+        changed = session.execute(
+            update(Evaluation)
+            .where(
+                Evaluation.id == evaluation.id,
+                Evaluation.state == "running",
+                Evaluation.heartbeat_at < now - timeout,
+            )
+            .values(
+                state="failed",
+                finished_at=now,
+                error_category=INFRASTRUCTURE,
+                error_message=message,
+                public_error_message="the service lost its worker; this submission does not count against your quota",
+                infrastructure_failure=True,
+            )
+        )
+        if not changed.rowcount:  # type: ignore[attr-defined]
+            continue
         if evaluation.kind == "initial":
-            evaluation.submission.counts_against_quota = False
+            session.execute(
+                update(Submission).where(Submission.id == evaluation.submission_id).values(counts_against_quota=False)
+            )
+        expired.append(evaluation)
     session.commit()
-    return stuck
+    for evaluation in expired:
+        session.refresh(evaluation)
+    return expired
 
 
 def list_evaluations(*, session: Session, states: Sequence[str] = EVALUATION_STATES) -> list[Evaluation]:

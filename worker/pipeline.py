@@ -26,8 +26,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from layersched.server import storage
 from layersched.server.bundles import bundle_path, unpack_bundle
 from layersched.server.config import Settings
+from layersched.server.errors import InvalidBundle
 from layersched.server.models import EpisodeResult, Evaluation
 from layersched.server.models import EvalSet as EvalSetRow
+from layersched.server.visibility import hidden_episode_message
 from layersched.sim.episodes import policy_seed
 from layersched.sim.errors import SimError
 from layersched.sim.evalset import EpisodeRecord, EvalJob, EvalSet, load_evalset, score_baselines
@@ -115,11 +117,31 @@ def load_registered_evalset(session: Session, evaluation: Evaluation) -> EvalSet
     return evalset
 
 
+def isolation_order(jobs: Sequence[EvalJob]) -> list[EvalJob]:
+    """The order episodes run in: unkeyed (their workload is public) first, then hidden public-split ones, then
+    hidden private-split ones; within each group the set's order.
+
+    What a participant can read of an evaluation (an unkeyed episode's output and messages, the public score)
+    then comes only from episodes that ran before any episode it must not learn about. However a policy might carry
+    something from one episode to the next, nothing of the private workload can reach its author before the end.
+    """
+    return sorted(jobs, key=lambda job: (job.episode.hidden, job.episode.split == "private"))
+
+
+def participant_message(job: EvalJob, outcome: EpisodeOutcome) -> str:
+    """What the participant may read of how an episode ended: for a hidden episode only its status and step (the
+    message may quote text the policy wrote about the hidden workload); organisers read ``outcome.message``."""
+    if not job.episode.hidden:
+        return outcome.message
+    return hidden_episode_message(outcome.status, outcome.step)
+
+
 def select_jobs(session: Session, evaluation: Evaluation, evalset: EvalSet) -> list[EvalJob]:
-    """Every episode for initial runs and reruns; for audits, the audited episodes or a seeded sample of them."""
+    """Every episode for initial runs and reruns; for audits, the audited episodes or a seeded sample of them; in
+    ``isolation_order``."""
     jobs = evalset.jobs()
     if evaluation.kind != "audit" or evaluation.audit_of_id is None:
-        return jobs
+        return isolation_order(jobs)
     audited = {
         (r.scenario, r.episode_id) for r in session.query(EpisodeResult).filter_by(evaluation_id=evaluation.audit_of_id)
     }
@@ -127,7 +149,7 @@ def select_jobs(session: Session, evaluation: Evaluation, evalset: EvalSet) -> l
     if evaluation.audit_sample and evaluation.audit_sample < len(jobs):
         # Seeded by the audit's id: the sample is reproducible, and the participant cannot know it in advance.
         jobs = sorted(random.Random(evaluation.id).sample(jobs, evaluation.audit_sample), key=jobs.index)
-    return jobs
+    return isolation_order(jobs)
 
 
 def _job_for(evaluation: Evaluation, job: EvalJob) -> EpisodeJob:
@@ -145,6 +167,7 @@ def _record(session: Session, evaluation_id: int, job: EvalJob, outcome: Episode
         split=job.episode.split,
         hidden=job.episode.hidden,
         status=outcome.status,
+        step=outcome.step,
         message=outcome.message,
         mean_completion=metrics.mean_completion if metrics else None,
         p95_completion=metrics.p95_completion if metrics else None,
@@ -188,27 +211,43 @@ def episode_means(records: Sequence[EpisodeRecord]) -> dict[tuple[str, str], flo
 def compare_audit(
     original: Sequence[EpisodeResult], rerun: Sequence[EpisodeResult], original_eval: Evaluation, audit_eval: Evaluation
 ) -> dict[str, Any]:
-    """Compare an audit's episodes with the audited ones: trace hashes, metrics, simulator version, image digest."""
+    """Compare an audit's episodes with the audited ones: trace hashes, metrics, simulator version, image digest.
+
+    ``mismatches`` are for organisers; ``public_mismatches`` for the participant, naming a hidden episode that
+    differs but not its metrics or trace (a metric of a hidden episode is a measurement of its workload).
+    """
     mismatches: list[str] = []
+    public: list[str] = []
     if original_eval.sim_version != audit_eval.sim_version:
         mismatches.append(f"simulator version {original_eval.sim_version} -> {audit_eval.sim_version}")
     if original_eval.image_digest != audit_eval.image_digest:
         mismatches.append(f"sandbox image {original_eval.image_digest} -> {audit_eval.image_digest}")
+    public.extend(mismatches)
     before = {(r.scenario, r.episode_id): r for r in original}
     for row in rerun:
         old = before.get((row.scenario, row.episode_id))
         where = f"{row.scenario}/{row.episode_id}"
         if old is None:
             mismatches.append(f"{where}: not in the audited evaluation")
+            public.append(mismatches[-1])
             continue
+        lines = []
         if old.status != row.status:
-            mismatches.append(f"{where}: status {old.status} -> {row.status}")
+            lines.append(f"{where}: status {old.status} -> {row.status}")
         if old.trace_hash != row.trace_hash:
-            mismatches.append(f"{where}: action trace {old.trace_hash} -> {row.trace_hash}")
+            lines.append(f"{where}: action trace {old.trace_hash} -> {row.trace_hash}")
         for field in ("mean_completion", "p95_completion", "cloud_share", "n_actions"):
             if getattr(old, field) != getattr(row, field):
-                mismatches.append(f"{where}: {field} {getattr(old, field)!r} -> {getattr(row, field)!r}")
-    return {"verdict": "mismatch" if mismatches else "match", "mismatches": mismatches, "episodes": len(rerun)}
+                lines.append(f"{where}: {field} {getattr(old, field)!r} -> {getattr(row, field)!r}")
+        mismatches.extend(lines)
+        if lines:
+            public.extend([f"{where}: differs (hidden episode)"] if row.hidden or old.hidden else lines)
+    return {
+        "verdict": "mismatch" if mismatches else "match",
+        "mismatches": mismatches,
+        "public_mismatches": public,
+        "episodes": len(rerun),
+    }
 
 
 def run_evaluation(
@@ -236,15 +275,29 @@ def run_evaluation(
         stored = bundle_path(settings.bundle_dir, submission.bundle_sha256)
         if not stored.is_file():
             raise RetryableError(f"bundle {submission.bundle_sha256} of submission {submission.id} is not in the store")
+        # Taken before anything slow (unpacking, the sandbox's start and the policy's import): a copy of this
+        # task that the reconciler sends meanwhile finds the evaluation running, with a fresh heartbeat, and exits.
+        started = storage.start_evaluation(
+            session=session,
+            evaluation_id=evaluation_id,
+            worker_id=worker_id,
+            total=len(jobs),
+            sim_version=SIM_VERSION,
+            image_digest=None,
+            sandbox=backend,
+            live_within=dt.timedelta(seconds=settings.stuck_timeout_s),
+        )
+        if started is None:
+            return EvaluationReport(evaluation_id, "skipped", 0, "cancelled, finished or running elsewhere")
         with tempfile.TemporaryDirectory(prefix=f"layersched-eval-{evaluation_id}-") as tmp:
-            entry = unpack_bundle(
-                stored,
-                fmt=submission.bundle_format,  # type: ignore[arg-type]
-                dest=Path(tmp) / "bundle",
-                max_files=settings.max_files,
-                max_unpacked_bytes=settings.max_unpacked_bytes,
-            )
             try:
+                entry = unpack_bundle(
+                    stored,
+                    fmt=submission.bundle_format,  # type: ignore[arg-type]
+                    dest=Path(tmp) / "bundle",
+                    max_files=settings.max_files,
+                    max_unpacked_bytes=settings.max_unpacked_bytes,
+                )
                 sandbox = open_sandbox_fn(
                     entry.parent,
                     backend=backend,
@@ -252,16 +305,27 @@ def run_evaluation(
                     allow_process_for_hidden=settings.allow_process_for_hidden,
                     image=settings.sandbox_image if backend == "docker" else None,
                 )
-            except SandboxError as exc:
+            except (InvalidBundle, SandboxError) as exc:
+                # The upload's checks accepted this bundle, so the service failed to refuse it then: the submission
+                # fails, and does not count against the participant's quota.
+                message = f"the bundle cannot be run: {exc}"
                 storage.finish_evaluation(
                     session=session,
                     evaluation_id=evaluation_id,
                     state="failed",
                     error_category="invalid_bundle",
-                    error_message=str(exc),
+                    error_message=message,
+                    public_error_message=message,
+                    infrastructure_failure=True,
                 )
-                return EvaluationReport(evaluation_id, "failed", 0, str(exc))
+                return EvaluationReport(evaluation_id, "failed", 0, message)
             with sandbox:
+                storage.record_sandbox(
+                    session=session,
+                    evaluation_id=evaluation_id,
+                    image_digest=sandbox.image_digest,
+                    sandbox=sandbox.backend,
+                )
                 return _play(session, evaluation_id, jobs, evalset, sandbox, settings, worker_id)
 
 
@@ -274,19 +338,7 @@ def _play(
     settings: Settings,
     worker_id: str,
 ) -> EvaluationReport:
-    started = storage.start_evaluation(
-        session=session,
-        evaluation_id=evaluation_id,
-        worker_id=worker_id,
-        total=len(jobs),
-        sim_version=SIM_VERSION,
-        image_digest=sandbox.image_digest,
-        sandbox=sandbox.backend,
-        live_within=dt.timedelta(seconds=settings.stuck_timeout_s),
-    )
-    if started is None:
-        return EvaluationReport(evaluation_id, "skipped", 0, "cancelled or finished meanwhile")
-    evaluation = started
+    evaluation = storage.get_evaluation(session=session, evaluation_id=evaluation_id)
     done = storage.recorded_episodes(session=session, evaluation_id=evaluation_id)
     ran = 0
     for job in jobs:
@@ -301,13 +353,15 @@ def _play(
             raise RetryableError(f"{job.scenario_name}/{job.episode.id}: {outcome.message}")
         _record(session, evaluation_id, job, outcome)
         if outcome.status != "ok":
-            message = f"scenario {job.scenario_name!r} episode {job.episode.id!r}: {outcome.message}"
+            where = f"scenario {job.scenario_name!r} episode {job.episode.id!r}"
+            message = f"{where}: {outcome.message}"
             storage.finish_evaluation(
                 session=session,
                 evaluation_id=evaluation_id,
                 state="failed",
                 error_category=outcome.status,
                 error_message=message,
+                public_error_message=f"{where}: {participant_message(job, outcome)}",
             )
             return EvaluationReport(evaluation_id, "failed", ran, message)
     return _conclude(session, evaluation_id, evalset, settings, ran)

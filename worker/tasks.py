@@ -1,8 +1,10 @@
 """Celery tasks: thin wrappers that take an evaluation id and call ``layersched.worker.pipeline``.
 
-They re-read everything from the database, exit quietly when the row is gone or already finished, and retry only
-the service's own failures (``RetryableError``), with backoff and jitter, a bounded number of times; after that the
-evaluation fails with the reason and the participant's quota is given back.
+They re-read everything from the database, exit quietly when the row is gone or already finished, and retry the
+service's own failures (``RetryableError``, and any exception nobody expected), with backoff and jitter, a bounded
+number of times; after that the evaluation fails with the reason and the participant's quota is given back. An
+exception never ends a task silently: Celery would acknowledge the message, the evaluation would stay queued and the
+reconciler would send it again, for ever.
 """
 
 from __future__ import annotations
@@ -57,6 +59,9 @@ def requeue_or_give_up(
         state="failed",
         error_category=storage.INFRASTRUCTURE,
         error_message=f"gave up after {attempts} attempts: {error}",
+        public_error_message=(
+            f"the service failed {attempts} times to evaluate this submission; it does not count against your quota"
+        ),
         infrastructure_failure=True,
     )
     return "failed"
@@ -68,7 +73,9 @@ def _run(task: Task, evaluation_id: int) -> str:
         report: EvaluationReport = run_evaluation(
             evaluation_id, settings=settings, sessions=_sessions(), worker_id=worker_id()
         )
-    except RetryableError as exc:
+    except Exception as exc:
+        if not isinstance(exc, RetryableError):
+            log.exception("evaluation %s: unexpected error; counted as an attempt", evaluation_id)
         with _sessions()() as session:
             ended = requeue_or_give_up(
                 session=session,

@@ -75,7 +75,7 @@ def audit(
 @router.post("/submissions/{submission_id}/cancel", response_model=SubmissionPublic)
 def cancel(session: SessionDep, actor: Organiser, submission_id: RowId) -> SubmissionPublic:
     return presenters.submission_public(
-        storage.cancel_submission(session=session, submission_id=submission_id, actor=actor)
+        storage.cancel_submission(session=session, submission_id=submission_id, actor=actor), viewer=actor
     )
 
 
@@ -84,7 +84,8 @@ def disqualify(
     session: SessionDep, actor: Organiser, submission_id: RowId, body: DisqualifyRequest
 ) -> SubmissionPublic:
     return presenters.submission_public(
-        storage.disqualify_submission(session=session, submission_id=submission_id, reason=body.reason, actor=actor)
+        storage.disqualify_submission(session=session, submission_id=submission_id, reason=body.reason, actor=actor),
+        viewer=actor,
     )
 
 

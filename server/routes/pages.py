@@ -63,7 +63,8 @@ def submission_page(request: Request, session: SessionDep, user: OptionalUser, s
         # A ranked entry is public already: show what the leaderboard shows, nothing more.
         submission = storage.load_submission(session=session, submission_id=submission_id)
         full = False
-    public = presenters.submission_public(submission, rank=rank)
+    # Who reads decides what of its errors shows: anonymous visitors of a ranked entry see none.
+    public = presenters.submission_public(submission, viewer=user, rank=rank)
     row = next((r for r in board.rows if r.submission_id == submission_id), None)
     if not full and row is not None:
         # The public sees the leaderboard's score (the frozen one while frozen), never a newer one.

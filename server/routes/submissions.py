@@ -4,7 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, File, Form, UploadFile
 
-from layersched.server import bundles, leaderboard, presenters, queue, storage
+from layersched.server import bundles, leaderboard, presenters, queue, storage, visibility
 from layersched.server.deps import CurrentUser, EnqueuerDep, PageDep, RowId, SessionDep, SettingsDep
 from layersched.server.errors import BundleTooLarge, Conflict, StorageUnavailable
 from layersched.server.schemas import NO_NUL, SubmissionLogs, SubmissionPublic, SubmissionsPublic
@@ -64,7 +64,7 @@ def create_submission(
         evalset=evalset,
     )
     queue.enqueue(enqueuer, evaluation)
-    return presenters.submission_public(submission)
+    return presenters.submission_public(submission, viewer=user)
 
 
 @router.get("", response_model=SubmissionsPublic)
@@ -72,7 +72,8 @@ def list_submissions(session: SessionDep, user: CurrentUser, page: PageDep) -> S
     rows, count = storage.list_submissions(session=session, viewer=user, offset=page.offset, limit=page.limit)
     board = leaderboard.visible_leaderboard(session=session, split="public", viewer=None, fresh=True)
     return SubmissionsPublic(
-        data=[presenters.submission_public(s, rank=leaderboard.rank_of(board, s.id)) for s in rows], count=count
+        data=[presenters.submission_public(s, viewer=user, rank=leaderboard.rank_of(board, s.id)) for s in rows],
+        count=count,
     )
 
 
@@ -80,7 +81,7 @@ def list_submissions(session: SessionDep, user: CurrentUser, page: PageDep) -> S
 def read_submission(session: SessionDep, user: CurrentUser, submission_id: RowId) -> SubmissionPublic:
     submission = storage.get_submission(session=session, submission_id=submission_id, viewer=user)
     board = leaderboard.visible_leaderboard(session=session, split="public", viewer=None, fresh=True)
-    return presenters.submission_public(submission, rank=leaderboard.rank_of(board, submission.id))
+    return presenters.submission_public(submission, viewer=user, rank=leaderboard.rank_of(board, submission.id))
 
 
 @router.get("/{submission_id}/logs", response_model=SubmissionLogs)
@@ -88,10 +89,11 @@ def read_logs(session: SessionDep, user: CurrentUser, submission_id: RowId) -> S
     submission = storage.get_submission(session=session, submission_id=submission_id, viewer=user)
     evaluation = storage.primary_evaluation(submission)
     episodes = evaluation.episodes if evaluation else []
-    return SubmissionLogs(data=[presenters.episode_log(e) for e in episodes])
+    reader = visibility.audience(user, submission)
+    return SubmissionLogs(data=[presenters.episode_log(e, reader) for e in episodes])
 
 
 @router.post("/{submission_id}/select", response_model=SubmissionPublic)
 def select_submission(session: SessionDep, user: CurrentUser, submission_id: RowId) -> SubmissionPublic:
     submission = storage.select_submission(session=session, submission_id=submission_id, viewer=user)
-    return presenters.submission_public(submission)
+    return presenters.submission_public(submission, viewer=user)
