@@ -404,6 +404,11 @@ UNPACKABLE = [
         "run the other",
     ),
     (
+        "file-named-dot",
+        [("policy.py", POLICY), (".", b"x")],
+        "archive member '.' names the bundle folder itself, not a file",
+    ),
+    (
         "long-name-part",
         [("policy.py", POLICY), (LONG_PART, b"")],
         f"archive member '{'x' * 80}...' has a name part of 300 bytes; Linux allows at most 255",
