@@ -1,7 +1,8 @@
 """Bundling a policy for upload: one ``.py`` file, or a directory with ``policy.py`` at its top, as a tar.gz.
 
-The limits are the server's defaults (50 MB upload, 200 MB unpacked, 100 files) and are checked here first, so a
-student learns about a forgotten checkpoint folder before uploading it. Links are refused (the server refuses them
+The limits are the server's defaults (50 MB upload, 50 MB unpacked, 100 files; paths of at most 1024 bytes, name
+parts of at most 255) and are checked here first, so a student learns about a forgotten checkpoint folder before
+uploading it. Links are refused (the server refuses them
 too, and following them could ship files from outside the directory). Caches (``__pycache__``, ``*.pyc``, ``.git``,
 ``.ipynb_checkpoints``) are left out. The archive is deterministic (sorted names, zero times and owners), so the
 same files always give the same SHA-256, the bundle hash every evaluation records.
@@ -23,8 +24,12 @@ from layersched.sdk.progress import format_bytes
 
 # The server's defaults (server/config.py: max_bundle_mb, max_files, max_unpacked_mb; MB = 10**6 bytes).
 MAX_BYTES = 50_000_000  # the upload
-MAX_UNPACKED_BYTES = 200_000_000  # all files of a directory bundle together
+MAX_UNPACKED_BYTES = 50_000_000  # all files of a directory bundle together
 MAX_FILES = 100
+# What the server's upload check (server/bundles.py) allows a member's path: Linux's NAME_MAX for each part, and
+# room under PATH_MAX for the folders the worker and the sandbox put in front.
+MAX_PATH_BYTES = 1024
+MAX_PART_BYTES = 255
 ENTRY_POINT = "policy.py"
 SKIPPED_DIRS = frozenset({"__pycache__", ".git", ".ipynb_checkpoints", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 SKIPPED_SUFFIXES = (".pyc", ".pyo")
@@ -92,13 +97,26 @@ def collect_files(path: str | os.PathLike[str], *, max_files: int = MAX_FILES) -
                 raise BundleError(f"{full} is not a regular file (device, socket or pipe)")
             if name.endswith(SKIPPED_SUFFIXES):
                 continue
-            found.append((full.relative_to(source).as_posix(), full))
+            found.append((_archive_name(full, source), full))
             if len(found) > max_files:
                 raise BundleError(
                     f"{source} holds more than {max_files} files (limit {max_files}); "
                     f"remove checkpoints or data you do not need at evaluation time"
                 )
     return sorted(found)
+
+
+def _archive_name(path: Path, root: Path) -> str:
+    """``path`` relative to ``root``, as the archive names it; raises ``BundleError`` if the server would refuse it."""
+    name = path.relative_to(root).as_posix()
+    size = len(os.fsencode(name))
+    if size > MAX_PATH_BYTES:
+        raise BundleError(f"{path} is {size} bytes long inside the bundle; the server allows at most {MAX_PATH_BYTES}")
+    # A macOS name may be 255 UTF-16 units, more than 255 bytes: Linux, where the bundle is unpacked, cannot hold it.
+    for part in name.split("/"):
+        if len(os.fsencode(part)) > MAX_PART_BYTES:
+            raise BundleError(f"{path}: the name {part!r} is over {MAX_PART_BYTES} bytes, more than Linux allows")
+    return name
 
 
 def make_bundle(

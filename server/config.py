@@ -19,9 +19,19 @@ class Settings(BaseSettings):
     broker_url: str = "redis://127.0.0.1:6379/0"
     bundle_dir: Path = Path("./var/bundles")
 
+    # The bundle limits README promises ("at most 50 MB and 100 files"); the CLI's defaults (sdk/bundle.py) are these.
     max_bundle_mb: Annotated[float, Field(gt=0, description="largest accepted upload, in MB (10**6 bytes)")] = 50
-    max_files: Annotated[int, Field(gt=0, description="most members an archive bundle may hold")] = 100
-    max_unpacked_mb: Annotated[float, Field(gt=0, description="largest total unpacked size of an archive, in MB")] = 200
+    max_files: Annotated[
+        int, Field(gt=0, description="most files an archive bundle may hold (and at most as many folder entries)")
+    ] = 100
+    max_unpacked_mb: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="largest total size of a bundle's files, in MB: the one unpacked limit of the upload check, "
+            "the worker's unpacking and the sandbox's staging (SandboxLimits.bundle_bytes)",
+        ),
+    ] = 50
     daily_quota: Annotated[int, Field(ge=0, description="submissions per participant per UTC day")] = 5
     max_in_flight: Annotated[int, Field(ge=1, description="queued or running evaluations per participant")] = 2
     stuck_timeout_s: Annotated[

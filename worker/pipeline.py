@@ -95,7 +95,7 @@ def sandbox_limits(settings: Settings) -> SandboxLimits:
         startup_seconds=settings.startup_seconds,
         memory_bytes=settings.sandbox_memory_mb * 1024 * 1024,
         poll_seconds=settings.sandbox_poll_us * 1e-6,
-        bundle_bytes=settings.max_bundle_bytes,
+        bundle_bytes=settings.max_unpacked_bytes,
         bundle_files=settings.max_files,
     )
 

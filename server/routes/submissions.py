@@ -40,7 +40,9 @@ def create_submission(
         data, file.filename or "", max_files=settings.max_files, max_unpacked_bytes=settings.max_unpacked_bytes
     )
     # Checked again under the participant's row lock (held until create_submission commits): the first check refuses
-    # cheaply before the body is read, this one makes a burst of concurrent uploads count exactly.
+    # before the bundle is inspected, this one makes a burst of concurrent uploads count exactly. Neither runs before
+    # the body is read: FastAPI parses the form first; the token and the size are checked before that by
+    # app.UploadSizeLimit.
     storage.lock_submitter(session=session, user=user)
     storage.check_can_submit(
         session=session, user=user, daily_quota=settings.daily_quota, max_in_flight=settings.max_in_flight

@@ -10,6 +10,7 @@ sizes, the cases those miss, and the "nothing written" property.
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import struct
@@ -27,14 +28,16 @@ from sqlalchemy.orm import Session
 from starlette.testclient import TestClient
 
 from layersched.server import storage
-from layersched.server.app import create_app
+from layersched.server.app import UploadSizeLimit, create_app
 from layersched.server.config import Settings
 from layersched.server.models import AuditLogEntry, Submission
 from tests.redteam.conftest import snapshot
 from tests.server.conftest import POLICY, Account, Captured, run_evaluation, submit
 
 # The archive builders of the bundle tests, under the short names this table uses.
+from tests.server.test_bundles import extended_header, tar_member, zip_raw, zip_with_method
 from tests.server.test_bundles import make_tar as tar_of
+from tests.server.test_bundles import tar_gz as tar_raw
 from tests.server.test_bundles import tar_special as special
 
 pytestmark = pytest.mark.postgres
@@ -95,6 +98,89 @@ ARCHIVES = [
 ]
 
 
+def corrupt_second_member() -> bytes:
+    """policy.py is fine; the CRC of weights.txt in the central directory is wrong (the upload read only policy.py)."""
+    data = bytearray(zip_raw([("policy.py", POLICY), ("weights.txt", b"1 2 3 4 5 6 7 8")]))
+    struct.pack_into("<I", data, data.rfind(b"PK\x01\x02") + 16, 0)
+    return bytes(data)
+
+
+def gzipped_tar(stream: bytes) -> bytes:
+    return gzip.compress(stream + b"\0" * 1024, mtime=0)
+
+
+# Accepted before the fix, then failing in the worker (finding 9), or checked on a copy the worker does not run
+# (duplicates, finding 10), or costing the API memory out of proportion to the upload (finding 2).
+ARCHIVES += [
+    (
+        "zip-file-then-folder",
+        "b.zip",
+        zip_raw([("policy.py", POLICY), ("data", b"1"), ("data/w.npy", b"2")]),
+        "archive member 'data' is a file, but 'data/w.npy' needs a folder of that name",
+    ),
+    (
+        "tar-folder-then-file",
+        "b.tgz",
+        tar_raw([("policy.py", POLICY), ("data/w.npy", b"2"), ("data", b"1")]),
+        "archive member 'data' is a file, but 'data/w.npy' needs a folder of that name",
+    ),
+    (
+        "zip-duplicate-entry-point",  # the upload parsed the first copy, the worker would have run the second
+        "b.zip",
+        zip_raw([("policy.py", POLICY), ("policy.py", b"import os\nos.system('x')\n")]),
+        "archive members 'policy.py' and 'policy.py' are the same file",
+    ),
+    (
+        "tar-duplicate-after-normalising",
+        "b.tgz",
+        tar_raw([("policy.py", POLICY), ("a/b.py", b""), ("a/./b.py", b"")]),
+        "archive members 'a/b.py' and 'a/./b.py' are the same file",
+    ),
+    (
+        "zip-300-character-name",
+        "b.zip",
+        zip_raw([("policy.py", POLICY), ("n" * 300, b"")]),
+        "has a name part of 300 bytes; Linux allows at most 255",
+    ),
+    (
+        "tar-1030-byte-path",
+        "b.tgz",
+        tar_raw([("policy.py", POLICY), ("/".join(["d" * 200] * 5) + "/" + "w" * 25, b"")]),
+        "has a path of 1030 bytes; at most 1024 are allowed",
+    ),
+    (
+        "zip-corrupt-other-member",
+        "b.zip",
+        corrupt_second_member(),
+        "archive member 'weights.txt' cannot be read: Bad CRC-32",
+    ),
+    (
+        "zip-bzip2",
+        "b.zip",
+        zip_with_method(zipfile.ZIP_BZIP2),
+        "is compressed with method 12 (bzip2); bundles may use only stored or deflate",
+    ),
+    (
+        "zip-end-record-count",
+        "b.zip",
+        zip_raw([("policy.py", POLICY)] + [(f"f{i}.py", b"") for i in range(24)]),
+        "the zip archive declares 25 entries; bundles may hold at most 10 files and 10 folders",
+    ),
+    (
+        "tar-gnu-long-name-70kB",
+        "b.tgz",
+        gzipped_tar(extended_header(tarfile.GNUTYPE_LONGNAME, b"p" * 70_000 + b"\0") + tar_member("x", POLICY)),
+        "the archive has a GNU long name of 70001 bytes; at most 65536 are allowed",
+    ),
+    (
+        "tar-extended-header-chain",  # a RecursionError, so a 500, before the fix
+        "b.tgz",
+        gzipped_tar(extended_header(tarfile.GNUTYPE_LONGNAME, b"policy.py\0") * 2000 + tar_member("x", POLICY)),
+        "the archive has more than 4 extended headers in a row",
+    ),
+]
+
+
 @pytest.mark.parametrize(("filename", "content", "message"), [a[1:] for a in ARCHIVES], ids=[a[0] for a in ARCHIVES])
 def test_hostile_archive_refused_and_nothing_written(
     client: TestClient, alice: Account, enqueued: Captured, filename: str, content: bytes, message: str, unchanged: None
@@ -123,8 +209,12 @@ def test_hundred_thousand_files_refused_quickly(
     content = zip_of(members) if fmt == "zip" else tar_of(members)  # type: ignore[arg-type]
     start = time.monotonic()
     response = submit(roomy_client, alice, content, filename=f"b.{fmt}")
-    assert error(response) == (422, "invalid_bundle", "the archive holds more than 10 files")
-    assert time.monotonic() - start < 10  # the tar walk stops at member 11; the zip listing reads one directory
+    expected = {
+        "zip": "the zip archive declares 100001 entries; bundles may hold at most 10 files and 10 folders",
+        "tar.gz": "the archive holds more than 10 files",
+    }
+    assert error(response) == (422, "invalid_bundle", expected[fmt])
+    assert time.monotonic() - start < 10  # the tar walk stops at member 11; the zip's end record is read first
 
 
 def test_upload_filename_never_becomes_a_path(client: TestClient, alice: Account, settings: Settings) -> None:
@@ -175,7 +265,8 @@ def test_file_sent_as_text_field_422(client: TestClient, alice: Account, unchang
 
 
 def test_chunked_upload_over_limit_413(client: TestClient, alice: Account, unchanged: None) -> None:
-    """No Content-Length (chunked): the middleware cannot refuse it early; the route reads at most limit + 1 bytes."""
+    """No Content-Length (chunked): the middleware counts the body and stops at the limit and the multipart slack
+    (tests/redteam/test_upload_server.py does this against uvicorn, watching the temporary folder)."""
     boundary = "bound"
     head = (
         f'--{boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\nbig\r\n'
@@ -193,6 +284,16 @@ def test_chunked_upload_over_limit_413(client: TestClient, alice: Account, uncha
         headers={**alice.headers, "content-type": f"multipart/form-data; boundary={boundary}"},
         content=chunks(),
     )
+    assert error(response) == (
+        413,
+        "bundle_too_large",
+        f"the upload is more than {50_000 + UploadSizeLimit.SLACK} bytes; bundles may be at most 50000",
+    )
+
+
+def test_file_part_between_limit_and_slack_413(client: TestClient, alice: Account, unchanged: None) -> None:
+    """A body within the middleware's slack whose file is over the limit: the route's own read refuses it."""
+    response = submit(client, alice, POLICY + b"#" * 60_000)
     assert error(response) == (413, "bundle_too_large", "bundle 'policy.py' is larger than the limit of 50000 bytes")
 
 

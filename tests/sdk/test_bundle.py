@@ -114,3 +114,24 @@ def test_bad_single_files(tmp_path: Path, name: str, message: str) -> None:
         path.write_text("x")
     with pytest.raises(BundleError, match=message):
         make_bundle(path)
+
+
+def test_default_unpacked_limit_is_the_servers_50_mb(tmp_path: Path) -> None:
+    """The CLI used to allow 200 MB unpacked, which the worker then refused (tests/server/test_limits.py checks the
+    constants against the server's Settings)."""
+    root = make_dir(tmp_path / "b")
+    with (root / "checkpoint.bin").open("wb") as sparse:
+        sparse.truncate(50_000_001)  # sparse: its size counts, nothing is written
+    with pytest.raises(BundleError) as exc:
+        make_bundle(root)
+    assert str(exc.value) == f"{root} holds 50.0 MB, over the 50.0 MB limit (largest file: checkpoint.bin, 50.0 MB)"
+
+
+def test_path_the_server_would_refuse(tmp_path: Path) -> None:
+    root = make_dir(tmp_path / "b")
+    deep = root.joinpath(*["d" * 200] * 5)
+    deep.mkdir(parents=True)
+    (deep / ("w" * 30)).write_text("1")
+    with pytest.raises(BundleError) as exc:
+        make_bundle(root)
+    assert str(exc.value) == f"{deep / ('w' * 30)} is 1035 bytes long inside the bundle; the server allows at most 1024"

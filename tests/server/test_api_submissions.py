@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
+import json
 import zipfile
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from sqlalchemy.orm import Session
 
 from layersched.server import storage
+from layersched.server.app import UploadSizeLimit, create_app
 from layersched.server.config import Settings
 
-from .conftest import POLICY, Account, Captured, run_evaluation, submit
+from .conftest import POLICY, Account, Captured, TestClient, run_evaluation, submit
 
 
 def error(response: Any) -> tuple[int, str, str]:
@@ -198,6 +202,114 @@ def test_submit_413_by_declared_length(client: Any, alice: Account) -> None:
 def test_submit_401(client: Any, evalset: Any) -> None:
     response = client.post("/api/v1/submissions", files={"file": ("p.py", POLICY)}, data={"name": "x"})
     assert error(response)[:2] == (401, "unauthorized")
+
+
+def call_upload(app: Any, headers: dict[str, str], chunks: Iterator[bytes]) -> tuple[int, dict[str, Any], int]:
+    """POST /api/v1/submissions straight into the ASGI app, the body in ``chunks`` with no declared length (as
+    chunked transfer encoding arrives); returns the status, the JSON body and how many body bytes the app read."""
+    read = 0
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal read
+        chunk = next(chunks, None)
+        read += len(chunk or b"")
+        return {"type": "http.request", "body": chunk or b"", "more_body": chunk is not None}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/api/v1/submissions",
+        "raw_path": b"/api/v1/submissions",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+        "client": ("127.0.0.1", 50000),
+        "server": ("testserver", 80),
+    }
+    asyncio.run(app(scope, receive, send))
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return status, json.loads(body), read
+
+
+def multipart_chunks(total: int, size: int = 64 * 1024) -> Iterator[bytes]:
+    yield (
+        b'--xx\r\nContent-Disposition: form-data; name="name"\r\n\r\nbig\r\n'
+        b'--xx\r\nContent-Disposition: form-data; name="file"; filename="policy.py"\r\n\r\n' + POLICY
+    )
+    for _ in range(total // size):
+        yield b"#" * size
+    yield b"\r\n--xx--\r\n"
+
+
+@pytest.mark.parametrize(
+    ("headers", "message"),
+    [
+        ({}, "this route needs a token: send the header 'Authorization: Bearer <token>'"),
+        ({"Authorization": "Bearer lst_0000_nope"}, "the bearer token is unknown or revoked"),
+        (
+            {"Authorization": "Basic dXNlcjpwdw=="},
+            "this route needs a token: send the header 'Authorization: Bearer <token>'",
+        ),
+    ],
+    ids=["missing", "unknown", "basic"],
+)
+def test_submit_401_before_the_body_is_read(client: Any, alice: Account, headers: dict[str, str], message: str) -> None:
+    """FastAPI reads File/Form parameters before it resolves dependencies: before the fix the whole body was read
+    (and spooled to disk) and only then the token refused."""
+    status, body, read = call_upload(
+        client.app, {**headers, "content-type": "multipart/form-data; boundary=xx"}, multipart_chunks(2_000_000)
+    )
+    assert (status, body, read) == (401, {"error": {"code": "unauthorized", "message": message}}, 0)
+
+
+def test_submit_413_stops_reading_at_the_limit(client: Any, alice: Account, db: Session) -> None:
+    """No Content-Length: the body is counted as it arrives and reading stops once it passes the limit (50 kB and
+    the multipart slack), whatever the form parser was doing; the client gets 413, never the parser's 400."""
+    headers = {**alice.headers, "content-type": "multipart/form-data; boundary=xx"}
+    status, body, read = call_upload(client.app, headers, multipart_chunks(20_000_000))
+    limit = 50_000 + UploadSizeLimit.SLACK
+    assert (status, body) == (
+        413,
+        {
+            "error": {
+                "code": "bundle_too_large",
+                "message": f"the upload is more than {limit} bytes; bundles may be at most 50000",
+            }
+        },
+    )
+    assert limit < read <= limit + 64 * 1024 + 300  # one chunk past the limit, the first chunk's form fields
+    assert storage.list_submissions(session=db, viewer=alice.user, offset=0, limit=10)[1] == 0
+
+
+def test_submit_over_the_unpacked_limit_is_refused_at_upload(
+    settings: Settings, enqueued: Captured, alice: Account, db: Session
+) -> None:
+    """With the default limits, a 58 kB zip holding 60 MB used to be accepted (the upload allowed 200 MB unpacked),
+    then failed invalid_bundle in the worker (50 MB), charged to the participant. Now it is refused here, free."""
+    defaults = Settings(_env_file=None)  # type: ignore[call-arg]
+    limits = {name: getattr(defaults, name) for name in ("max_bundle_mb", "max_files", "max_unpacked_mb")}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("policy.py", POLICY)
+        archive.writestr("weights.bin", b"\0" * 60_000_000)
+    assert len(buffer.getvalue()) < 60_000
+    with TestClient(create_app(settings.model_copy(update=limits), enqueuer=enqueued)) as roomy:
+        assert error(submit(roomy, alice, buffer.getvalue(), filename="b.zip")) == (
+            422,
+            "invalid_bundle",
+            "the archive unpacks to more than 50000000 bytes (at member 'weights.bin')",
+        )
+        assert enqueued.calls == []
+        assert storage.list_submissions(session=db, viewer=alice.user, offset=0, limit=10)[1] == 0
+        assert submit(roomy, alice).status_code == 201  # the quota is whole
 
 
 def test_submit_409_without_evalset(client: Any, make_account: Any) -> None:
