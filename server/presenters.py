@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from layersched.server import storage
+from layersched.server.leaderboard import PublicView
 from layersched.server.models import EpisodeResult, Evaluation, Submission
 from layersched.server.schemas import (
     AuditVerdict,
@@ -72,9 +73,15 @@ def evaluation_detail(evaluation: Evaluation) -> EvaluationDetail:
     )
 
 
-def submission_public(submission: Submission, *, rank: int | None = None) -> SubmissionPublic:
+def submission_public(submission: Submission, *, view: PublicView | None = None) -> SubmissionPublic:
+    """The submission for its owner or an organiser. ``view`` (:func:`leaderboard.public_view` for the caller) gives
+    its rank and the public score the caller may see, laddered for owners under the Ladder; without it (organisers'
+    routes, a submission just created) the score is the raw public score and the rank is left out.
+    """
     primary = storage.primary_evaluation(submission)
     scored = storage.scored_evaluation(submission)
+    raw = _score(scored.score_public) if scored else None
+    score, revealed = view.public_score(submission.id, raw) if view is not None else (raw, None)
     return SubmissionPublic(
         id=submission.id,
         name=submission.name,
@@ -86,10 +93,11 @@ def submission_public(submission: Submission, *, rank: int | None = None) -> Sub
         disqualified=submission.disqualified_reason,
         progress=Progress(done=primary.progress_done if primary else 0, total=primary.progress_total if primary else 0),
         error=_error(primary),
-        score=_score(scored.score_public) if scored else None,
-        rank=rank,
+        score=score,
+        rank=view.rank(submission.id) if view is not None else None,
         selected=submission.selected,
         evaluations=[evaluation_public(e) for e in submission.evaluations],
+        score_revealed=revealed,
     )
 
 

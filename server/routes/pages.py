@@ -47,8 +47,8 @@ def leaderboard_page(
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
 def submission_page(request: Request, session: SessionDep, user: OptionalUser, submission_id: RowId) -> HTMLResponse:
     """Owners and organisers (with a token) see everything; anyone sees a submission that is on the leaderboard."""
-    board = leaderboard.visible_leaderboard(session=session, split="public", viewer=None, fresh=True)
-    rank = leaderboard.rank_of(board, submission_id)
+    view = leaderboard.public_view(session=session, viewer=user)
+    rank = view.rank(submission_id)
     try:
         submission = storage.get_submission(session=session, submission_id=submission_id, viewer=user)
         full = True
@@ -63,12 +63,12 @@ def submission_page(request: Request, session: SessionDep, user: OptionalUser, s
         # A ranked entry is public already: show what the leaderboard shows, nothing more.
         submission = storage.load_submission(session=session, submission_id=submission_id)
         full = False
-    public = presenters.submission_public(submission, rank=rank)
-    row = next((r for r in board.rows if r.submission_id == submission_id), None)
+    public = presenters.submission_public(submission, view=view)
+    row = next((r for r in view.board.rows if r.submission_id == submission_id), None)
     if not full and row is not None:
         # The public sees the leaderboard's score (the frozen one while frozen), never a newer one.
         score = Score(overall=row.score, ci_low=row.ci_low, ci_high=row.ci_high, per_scenario=row.per_scenario)
-        public = public.model_copy(update={"score": score})
+        public = public.model_copy(update={"score": score, "score_revealed": None})
     return templates.TemplateResponse(
         request,
         "submission.html",
