@@ -157,6 +157,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=positive_int, default=20, help="how many to list (default 20)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
+    for name, handler, help_text, description in (
+        (
+            "select",
+            cmd_select,
+            "choose a submission for the final ranking",
+            "Add a scored submission of yours to your final selection. Your final score is the best private score\n"
+            "among the submissions you select (the server sets how many, 2 by default); with none selected your\n"
+            "best public ones count. Selections close at the submission deadline and when the private\n"
+            "leaderboard is published. `layersched status` shows which are selected.",
+        ),
+        (
+            "unselect",
+            cmd_unselect,
+            "take a submission out of your final selection",
+            "Take a submission out of your final selection, to make room for another. Closed, like selecting,\n"
+            "at the submission deadline and at publication.",
+        ),
+    ):
+        p = _add(sub, name, handler, help_text, description, f"  layersched {name} 12\n  layersched status\n")
+        p.add_argument("id", type=positive_int, help="submission id")
+
     p = _add(
         sub,
         "logs",
@@ -427,6 +448,11 @@ def _default_name(path: Path) -> str:
     return (name or "policy")[:100]
 
 
+LADDER_NOTE = (
+    "  the Ladder: this submission did not beat your best shown public score by more than its step; that score is shown"
+)
+
+
 def _outcome_line(sub: Any) -> str:
     if sub.state == "succeeded" and sub.score is not None:
         rank = f"rank {sub.rank}" if sub.rank is not None else "not ranked (not your best, or the board is frozen)"
@@ -434,7 +460,9 @@ def _outcome_line(sub: Any) -> str:
         score = sub.score
         return (
             f"#{sub.id} succeeded: score {score.overall:.4f} (95% CI {score.ci_low:.4f}-{score.ci_high:.4f},"
-            f" ratio to Greedy, lower is better), {rank}" + (f"\n  per scenario: {per}" if per else "")
+            f" ratio to Greedy, lower is better), {rank}"
+            + (f"\n  per scenario: {per}" if per else "")
+            + (f"\n{LADDER_NOTE}" if sub.score_revealed is False else "")
         )
     if sub.error is not None:
         return f"#{sub.id} {sub.state}: {sub.error.category}: {sub.error.message} (details: layersched logs {sub.id})"
@@ -463,11 +491,12 @@ def cmd_status(args: argparse.Namespace) -> int:
                     f"{s.progress.done}/{s.progress.total}",
                     f"{s.score.overall:.4f}" if s.score else "-",
                     str(s.rank) if s.rank is not None else "-",
+                    "yes" if s.selected else "-",
                     s.created_at[:19].replace("T", " "),
                 ]
                 for s in page.data
             ]
-            print(_table(["id", "name", "state", "episodes", "score", "rank", "created"], rows))
+            print(_table(["id", "name", "state", "episodes", "score", "rank", "selected", "created"], rows))
             if page.count > len(page.data):
                 print(f"({len(page.data)} of {page.count}; --limit N for more)")
             return 0
@@ -480,6 +509,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  {sub.description}")
     print(f"state: {sub.state}, episodes {sub.progress.done}/{sub.progress.total}")
     print(_outcome_line(sub))
+    if sub.selected:
+        print("selected: yes, it counts for the final ranking")
+    else:
+        print(f"selected: no (layersched select {sub.id} makes it count for the final ranking)")
     print(f"bundle sha256: {sub.bundle_sha256}")
     for e in sub.evaluations:
         print(
@@ -489,6 +522,24 @@ def cmd_status(args: argparse.Namespace) -> int:
             + (f", error {e.error.category}: {e.error.message}" if e.error else "")
             + (f", audit {e.audit.verdict}" if e.audit else "")
         )
+    return 0
+
+
+def cmd_select(args: argparse.Namespace) -> int:
+    from layersched.sdk.client import Client
+
+    with Client.from_config() as client:
+        sub = client.select(args.id)
+    print(f"selected #{sub.id} {sub.name!r} for the final ranking")
+    return 0
+
+
+def cmd_unselect(args: argparse.Namespace) -> int:
+    from layersched.sdk.client import Client
+
+    with Client.from_config() as client:
+        sub = client.unselect(args.id)
+    print(f"unselected #{sub.id} {sub.name!r}")
     return 0
 
 

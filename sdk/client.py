@@ -129,6 +129,11 @@ class Submission:
     score: Score | None = None
     rank: int | None = None
     evaluations: list[Evaluation] = field(default_factory=list)
+    # Chosen for the final ranking (``layersched select``).
+    selected: bool = False
+    # Under the Ladder: False when ``score`` is your best shown public score, which this submission did not beat by
+    # more than the step; None when the Ladder plays no part.
+    score_revealed: bool | None = None
 
     @property
     def finished(self) -> bool:
@@ -296,8 +301,13 @@ class Client:
         raw = self._request("GET", f"/submissions/{submission_id}/logs")
         return _decode_list(EpisodeLog, _field(raw, "data", "logs"), "logs.data")
 
-    def select(self, submission_id: int) -> None:
-        self._request("POST", f"/submissions/{submission_id}/select")
+    def select(self, submission_id: int) -> Submission:
+        """Add the submission to your final selection (``POST /submissions/{id}/select``)."""
+        return _decode(Submission, self._request("POST", f"/submissions/{submission_id}/select"), "submission")
+
+    def unselect(self, submission_id: int) -> Submission:
+        """Take the submission out of your final selection (``POST /submissions/{id}/unselect``)."""
+        return _decode(Submission, self._request("POST", f"/submissions/{submission_id}/unselect"), "submission")
 
     def leaderboard(self, split: str = "public") -> Leaderboard:
         return _decode(Leaderboard, self._request("GET", "/leaderboard", params={"split": split}), "leaderboard")

@@ -81,7 +81,12 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
-    ranking.configure_cache(engine, max_age_s=settings.leaderboard_cache_s, ladder_step=settings.public_ladder_step)
+    ranking.configure_cache(
+        engine,
+        max_age_s=settings.leaderboard_cache_s,
+        ladder_step=settings.public_ladder_step,
+        final_submissions=settings.final_submissions,
+    )
     app.state.enqueuer = enqueuer or CeleryEnqueuer(settings.broker_url)
     app.state.metrics = CollectorRegistry()
     app.state.metrics.register(ServiceCollector(app.state.sessionmaker, settings.broker_url))

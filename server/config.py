@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AwareDatetime, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -46,6 +46,24 @@ class Settings(BaseSettings):
             gt=0,
             description="the Ladder (Blum & Hardt): show a participant's new public score only when it beats their "
             "best shown score by more than this (e.g. 0.01); unset shows every score. The private split decides.",
+        ),
+    ] = None
+
+    # The final ranking, as on Kaggle: each participant's selected submissions (or, with none selected, their best
+    # public ones) compete on the private split, so nobody is ranked on a choice made with the hidden scores.
+    final_submissions: Annotated[
+        int,
+        Field(
+            ge=1,
+            description="submissions a participant may select for the final ranking; their final score is the best "
+            "private score among them (with none selected, among their this many best public ones). Kaggle: 2",
+        ),
+    ] = 2
+    submission_deadline: Annotated[
+        AwareDatetime | None,
+        Field(
+            description="when uploads and selection changes close, with its time zone (e.g. 2026-06-30T23:59:00Z); "
+            "unset: they close only when the private leaderboard is published",
         ),
     ] = None
 

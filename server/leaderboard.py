@@ -1,8 +1,18 @@
-"""Ranking: each participant's selected (else best) scored submission, with baseline reference rows.
+"""Ranking: the public board, the final (private) board, and baseline reference rows.
+
+The public board ranks each participant's best public score; selection plays no part in it. With the Ladder
+(``Settings.public_ladder_step``) it shows instead each participant's last score the Ladder revealed, and the owner of
+a submission sees its laddered public score too (:class:`PublicView`): the one place that computes it is
+:func:`_revealed`.
+
+The final board follows Kaggle: a participant's final score is the best *private* score among the submissions they
+selected (at most ``Settings.final_submissions``), or with none selected among their that many best *public* ones.
+Choosing by the private scores themselves would be selection on the hidden data that the split exists to prevent.
 
 Lower scores are better (a score is the geometric mean of per-scenario ratios to Greedy); ties go to the earlier
 submission. A frozen leaderboard serves the public ranking kept at freeze time, while evaluations go on. The private
-split is shown only once organisers publish it (organisers may always look).
+split is shown only once organisers publish it (organisers may always look), and from then on as the snapshot taken
+at publication: later reruns, audits, submissions or selections cannot move it.
 """
 
 from __future__ import annotations
@@ -11,6 +21,7 @@ import math
 import threading
 import time
 import weakref
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -19,11 +30,13 @@ from sqlalchemy.orm import Session
 
 from layersched.server import storage
 from layersched.server.errors import Forbidden
-from layersched.server.models import BaselineResult, LeaderboardState, User
-from layersched.server.schemas import Leaderboard, LeaderboardRow
+from layersched.server.models import BaselineResult, EvalSet, LeaderboardState, User
+from layersched.server.schemas import Leaderboard, LeaderboardRow, Score
+from layersched.server.storage import ScoredEntry
 from layersched.sim.scoring import ladder
 
 Split = Literal["public", "private"]
+DEFAULT_FINAL_SUBMISSIONS = 2  # Settings.final_submissions' default, for callers without settings (tests, scripts)
 
 
 def _score(raw: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -32,26 +45,117 @@ def _score(raw: dict[str, Any] | None) -> dict[str, Any] | None:
     return raw
 
 
-def build_leaderboard(*, session: Session, split: Split, ladder_step: float | None = None) -> Leaderboard:
+def build_leaderboard(
+    *,
+    session: Session,
+    split: Split,
+    ladder_step: float | None = None,
+    final_submissions: int = DEFAULT_FINAL_SUBMISSIONS,
+) -> Leaderboard:
     """The live ranking of ``split`` on the current evaluation set (ignores freezing and publishing).
 
-    With ``ladder_step`` (organisers' option, public split only) each participant's row is the last submission whose
-    score the Ladder revealed: a new public score shows only when it beats the best shown by more than the step.
+    ``ladder_step`` (organisers' option) applies the Ladder to the public split; ``final_submissions`` is how many
+    selected (or, with none selected, best public) submissions of each participant the private split considers.
     """
     evalset = storage.get_current_evalset(session=session)
-    evalset_name = evalset.name if evalset else None
-    counts = storage.count_submissions_by_owner(session=session)
+    public = _entries(session, "public", evalset)
+    return _build(
+        session, split, evalset=evalset, public=public, ladder_step=ladder_step, final_submissions=final_submissions
+    )
 
-    entries = storage.leaderboard_entries(session=session, split=split, evalset_name=evalset_name)
-    best: dict[int, storage.ScoredEntry] = {}
-    if ladder_step is not None and split == "public":
-        best = _laddered(entries, ladder_step)
+
+def _entries(session: Session, split: Split, evalset: EvalSet | None) -> list[ScoredEntry]:
+    entries: list[ScoredEntry] = storage.leaderboard_entries(
+        session=session, split=split, evalset_name=evalset.name if evalset else None
+    )
+    return entries
+
+
+def _build(
+    session: Session,
+    split: Split,
+    *,
+    evalset: EvalSet | None,
+    public: list[ScoredEntry],
+    ladder_step: float | None,
+    final_submissions: int,
+) -> Leaderboard:
+    if split == "public":
+        chosen = _best_public(public, ladder_step)
     else:
-        for entry in entries:
-            held = best.get(entry.owner_id)
-            if held is None or _better(entry, held):
-                best[entry.owner_id] = entry
-    ranked = sorted(best.values(), key=lambda e: (e.overall, e.created_at, e.submission_id))
+        chosen = _final(public, _entries(session, "private", evalset), final_submissions)
+    rows = _participant_rows(session, split, chosen.values())
+    if evalset is not None:
+        rows += _baseline_rows(session, split, evalset)
+    # Baselines are reference lines among the participants, so the table is sorted by score throughout.
+    rows.sort(key=lambda r: (r.score, r.baseline, r.submitted_at))
+    state = storage.get_leaderboard_state(session=session)
+    return Leaderboard(split=split, frozen=state.frozen, published=state.private_published, rows=rows)
+
+
+def _order(entry: ScoredEntry) -> tuple[Any, ...]:
+    """Lower score first; ties to the earlier submission."""
+    return (entry.overall, entry.created_at, entry.submission_id)
+
+
+def _by_owner(entries: Iterable[ScoredEntry]) -> dict[int, list[ScoredEntry]]:
+    owners: dict[int, list[ScoredEntry]] = {}
+    for entry in entries:
+        owners.setdefault(entry.owner_id, []).append(entry)
+    return owners
+
+
+def _best_public(entries: list[ScoredEntry], ladder_step: float | None) -> dict[int, ScoredEntry]:
+    """Per participant, the best public entry; under the Ladder, the last one it revealed."""
+    if ladder_step is None:
+        return {owner: min(own, key=_order) for owner, own in _by_owner(entries).items()}
+    revealed = _revealed(entries, ladder_step)
+    # The entry shown for a participant's latest submission is the last one revealed.
+    return {owner: revealed[max(own, key=_submitted).submission_id] for owner, own in _by_owner(entries).items()}
+
+
+def _submitted(entry: ScoredEntry) -> tuple[Any, ...]:
+    return (entry.created_at, entry.submission_id)
+
+
+def _revealed(entries: list[ScoredEntry], step: float) -> dict[int, ScoredEntry]:
+    """Per submission, the entry whose public score the Ladder (``scoring.ladder``) shows for it.
+
+    In submission order: a submission's own entry when it beat its owner's best shown score by more than ``step``,
+    else that best shown entry (the previous one revealed). The board and the owner's view both read this.
+    """
+    best_shown: dict[int, ScoredEntry] = {}
+    shown: dict[int, ScoredEntry] = {}
+    for entry in sorted(entries, key=_submitted):
+        held = best_shown.get(entry.owner_id)
+        if held is None or ladder(held.overall, entry.overall, step).show:
+            best_shown[entry.owner_id] = held = entry
+        shown[entry.submission_id] = held
+    return shown
+
+
+def _final(public: list[ScoredEntry], private: list[ScoredEntry], n: int) -> dict[int, ScoredEntry]:
+    """Per participant, the private entry of their final score (see the module docstring).
+
+    The selection counts once it holds a submission with a private score; should a participant hold more than ``n``
+    (the setting lowered after they chose), their first ``n`` choices count.
+    """
+    private_of = {entry.submission_id: entry for entry in private}
+    selected = _by_owner(e for e in private if e.selected)
+    final: dict[int, ScoredEntry] = {}
+    for owner, own in _by_owner(public).items():
+        chosen = sorted(selected.get(owner, []), key=lambda e: (e.selected_at or e.created_at, e.submission_id))[:n]
+        if not chosen:
+            best = sorted(own, key=_order)[:n]
+            chosen = [private_of[e.submission_id] for e in best if e.submission_id in private_of]
+        if chosen:
+            final[owner] = min(chosen, key=_order)
+    return final
+
+
+def _participant_rows(session: Session, split: Split, chosen: Iterable[ScoredEntry]) -> list[LeaderboardRow]:
+    ranked = sorted(chosen, key=_order)
+    counts = storage.count_submissions_by_owner(session=session)
     scores = storage.evaluation_scores(session=session, split=split, evaluation_ids=[e.evaluation_id for e in ranked])
     rows = []
     for i, entry in enumerate(ranked, start=1):
@@ -71,71 +175,91 @@ def build_leaderboard(*, session: Session, split: Split, ladder_step: float | No
                 baseline=False,
             )
         )
-    if evalset is not None:
-        # One row per baseline: the newest (a simulator release re-scores them under a new version).
-        latest: dict[str, BaselineResult] = {}
-        for result in storage.list_baseline_results(session=session, evalset_commitment=evalset.commitment):
-            if result.baseline not in latest or result.created_at > latest[result.baseline].created_at:
-                latest[result.baseline] = result
-        for baseline in latest.values():
-            reference = _score(baseline.score_public if split == "public" else baseline.score_private)
-            if reference is None:
-                continue
-            rows.append(
-                LeaderboardRow(
-                    rank=None,
-                    participant=baseline.baseline,
-                    submission_id=None,
-                    submission_name=f"baseline {baseline.baseline} (sim {baseline.sim_version})",
-                    score=reference["overall"],
-                    ci_low=reference.get("ci_low", reference["overall"]),
-                    ci_high=reference.get("ci_high", reference["overall"]),
-                    per_scenario=reference.get("per_scenario", {}),
-                    submissions=0,
-                    submitted_at=baseline.created_at,
-                    baseline=True,
-                )
+    return rows
+
+
+def _baseline_rows(session: Session, split: Split, evalset: EvalSet) -> list[LeaderboardRow]:
+    """One row per baseline: the newest (a simulator release re-scores them under a new version)."""
+    latest: dict[str, BaselineResult] = {}
+    for result in storage.list_baseline_results(session=session, evalset_commitment=evalset.commitment):
+        if result.baseline not in latest or result.created_at > latest[result.baseline].created_at:
+            latest[result.baseline] = result
+    rows = []
+    for baseline in latest.values():
+        reference = _score(baseline.score_public if split == "public" else baseline.score_private)
+        if reference is None:
+            continue
+        rows.append(
+            LeaderboardRow(
+                rank=None,
+                participant=baseline.baseline,
+                submission_id=None,
+                submission_name=f"baseline {baseline.baseline} (sim {baseline.sim_version})",
+                score=reference["overall"],
+                ci_low=reference.get("ci_low", reference["overall"]),
+                ci_high=reference.get("ci_high", reference["overall"]),
+                per_scenario=reference.get("per_scenario", {}),
+                submissions=0,
+                submitted_at=baseline.created_at,
+                baseline=True,
             )
-    # Baselines are reference lines among the participants, so the table is sorted by score throughout.
-    rows.sort(key=lambda r: (r.score, r.baseline, r.submitted_at))
-    state = storage.get_leaderboard_state(session=session)
-    return Leaderboard(split=split, frozen=state.frozen, published=state.private_published, rows=rows)
+        )
+    return rows
 
 
-def _laddered(entries: list[storage.ScoredEntry], step: float) -> dict[int, storage.ScoredEntry]:
-    """Per participant, in submission order, the last entry the Ladder (``scoring.ladder``) chose to reveal."""
-    shown: dict[int, storage.ScoredEntry] = {}
-    for entry in sorted(entries, key=lambda e: (e.created_at, e.submission_id)):
-        held = shown.get(entry.owner_id)
-        if ladder(held.overall if held else None, entry.overall, step).show:
-            shown[entry.owner_id] = entry
-    return shown
+def freeze_snapshot(*, session: Session) -> dict[str, Any]:
+    """The public board as it stands, for freezing (laddered when the Ladder is on: freezing must reveal nothing)."""
+    cache = _cache(session)
+    board = build_leaderboard(session=session, split="public", ladder_step=cache.ladder_step)
+    return {"public": board.model_dump(mode="json")}
 
 
-def _better(candidate: storage.ScoredEntry, held: storage.ScoredEntry) -> bool:
-    """A participant's selected submission wins; else the lower score, then the earlier submission."""
-    if candidate.selected != held.selected:
-        return bool(candidate.selected)
-    return (candidate.overall, candidate.created_at, candidate.submission_id) < (
-        held.overall,
-        held.created_at,
-        held.submission_id,
-    )
+def final_snapshot(*, session: Session) -> dict[str, Any]:
+    """The final (private) board as it stands, for publishing: what the published board shows from then on."""
+    cache = _cache(session)
+    board = build_leaderboard(session=session, split="private", final_submissions=cache.final_submissions)
+    dumped: dict[str, Any] = board.model_dump(mode="json")
+    return dumped
 
 
-def snapshot(*, session: Session) -> dict[str, Any]:
-    """Both splits as they stand, for freezing."""
-    return {
-        split: build_leaderboard(session=session, split=split).model_dump(mode="json")
-        for split in ("public", "private")
-    }
+@dataclass(frozen=True)
+class PublicView:
+    """The public board, and the public score each participant may see of their own submissions.
+
+    ``laddered`` maps a submission to the score its owner sees under the Ladder and whether the Ladder revealed it
+    (False: it did not beat its owner's best shown score by more than the step, which is shown instead). None
+    when the Ladder is off or the viewer is an organiser: raw public scores.
+    """
+
+    board: Leaderboard
+    laddered: Mapping[int, tuple[Score, bool]] | None
+
+    def rank(self, submission_id: int) -> int | None:
+        return rank_of(self.board, submission_id)
+
+    def public_score(self, submission_id: int, raw: Score | None) -> tuple[Score | None, bool | None]:
+        """The public score to show for a submission whose raw public score is ``raw``, and whether the Ladder
+        revealed it (None: the Ladder plays no part). Under the Ladder a submission off the board (disqualified,
+        or not scored on the current evaluation set) shows none: its raw score would be the probe the Ladder stops.
+        """
+        if self.laddered is None or raw is None:
+            return raw, None
+        shown = self.laddered.get(submission_id)
+        return shown if shown is not None else (None, None)
+
+
+def public_view(*, session: Session, viewer: User | None) -> PublicView:
+    """The public board as anyone sees it (checked against the database: an owner's page must show its rank as soon
+    as it shows ``succeeded``), with the public scores ``viewer`` may see of their own submissions."""
+    entry = _visible(session=session, split="public", viewer=None, fresh=True)
+    organiser = viewer is not None and viewer.role == "organiser"
+    return PublicView(entry.board, None if organiser else entry.laddered)
 
 
 def visible_leaderboard(*, session: Session, split: Split, viewer: User | None, fresh: bool = False) -> Leaderboard:
-    """What ``viewer`` (None: anonymous) may see of ``split``: frozen snapshot, publication rule applied.
+    """What ``viewer`` (None: anonymous) may see of ``split``: frozen or published snapshot, publication rule applied.
 
-    ``fresh`` checks the cached board against the database whatever its age (a submission's own page must show its
-    rank as soon as it shows ``succeeded``).
+    ``fresh`` checks the cached board against the database whatever its age.
     """
     return _visible(session=session, split=split, viewer=viewer, fresh=fresh).board
 
@@ -162,6 +286,7 @@ def visible_leaderboard_json(*, session: Session, split: Split, viewer: User | N
 class _Entry:
     key: tuple[Any, ...]
     board: Leaderboard
+    laddered: dict[int, tuple[Score, bool]] | None = None  # the public split's owners' view (PublicView)
     commits: int = -1
     checked: float = -math.inf
     body: bytes | None = None
@@ -171,6 +296,7 @@ class _Entry:
 class _EngineCache:
     max_age_s: float = 0.0
     ladder_step: float | None = None
+    final_submissions: int = DEFAULT_FINAL_SUBMISSIONS
     entries: dict[str, _Entry] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -185,19 +311,29 @@ def _count_commit(_connection: Any) -> None:
     _commits += 1
 
 
-def configure_cache(engine: Engine, *, max_age_s: float, ladder_step: float | None = None) -> None:
+def configure_cache(
+    engine: Engine,
+    *,
+    max_age_s: float,
+    ladder_step: float | None = None,
+    final_submissions: int = DEFAULT_FINAL_SUBMISSIONS,
+) -> None:
     """Serve this engine's boards for up to ``max_age_s`` before checking for other processes' writes; build
-    the public board with the Ladder when ``ladder_step`` is set."""
+    the public board with the Ladder when ``ladder_step`` is set, the final board of ``final_submissions`` each."""
     cache = _CACHES.setdefault(engine, _EngineCache())
-    if cache.ladder_step != ladder_step:
+    if (cache.ladder_step, cache.final_submissions) != (ladder_step, final_submissions):
         cache.entries.clear()
-    cache.max_age_s, cache.ladder_step = max_age_s, ladder_step
+    cache.max_age_s, cache.ladder_step, cache.final_submissions = max_age_s, ladder_step, final_submissions
+
+
+def _cache(session: Session) -> _EngineCache:
+    bind = session.get_bind()
+    engine = bind if isinstance(bind, Engine) else bind.engine
+    return _CACHES.setdefault(engine, _EngineCache())
 
 
 def _visible(*, session: Session, split: Split, viewer: User | None, fresh: bool = False) -> _Entry:
-    bind = session.get_bind()
-    engine = bind if isinstance(bind, Engine) else bind.engine
-    cache = _CACHES.setdefault(engine, _EngineCache())
+    cache = _cache(session)
     entry = cache.entries.get(split)
     now, commits = time.monotonic(), _commits  # read first: a commit during the checks makes the next read check
     if entry is None or entry.commits != commits or fresh:
@@ -221,17 +357,51 @@ def _check(*, session: Session, split: Split, cache: _EngineCache, commits: int,
     key = (state.frozen, state.frozen_at, state.private_published, storage.leaderboard_fingerprint(session=session))
     entry = cache.entries.get(split)
     if entry is None or entry.key != key:
-        entry = _Entry(key, _board(session=session, split=split, state=state, ladder_step=cache.ladder_step))
+        entry = _build_entry(session=session, split=split, state=state, cache=cache, key=key)
         cache.entries[split] = entry
     entry.commits, entry.checked = commits, now
     return entry
 
 
-def _board(*, session: Session, split: Split, state: LeaderboardState, ladder_step: float | None) -> Leaderboard:
-    if state.frozen and state.snapshot and split == "public":
+def _build_entry(
+    *, session: Session, split: Split, state: LeaderboardState, cache: _EngineCache, key: tuple[Any, ...]
+) -> _Entry:
+    if split == "private" and state.private_published and state.private_snapshot:
+        board = Leaderboard.model_validate(state.private_snapshot)
+        return _Entry(key, board.model_copy(update={"frozen": state.frozen, "published": True}))
+    evalset = storage.get_current_evalset(session=session)
+    if split == "public" and state.frozen and state.snapshot:
         board = Leaderboard.model_validate(state.snapshot["public"])
-        return board.model_copy(update={"frozen": True, "published": state.private_published})
-    return build_leaderboard(session=session, split=split, ladder_step=ladder_step)
+        board = board.model_copy(update={"frozen": True, "published": state.private_published})
+        if cache.ladder_step is None:
+            return _Entry(key, board)
+        public = _entries(session, "public", evalset)
+    else:
+        public = _entries(session, "public", evalset)
+        board = _build(
+            session,
+            split,
+            evalset=evalset,
+            public=public,
+            ladder_step=cache.ladder_step,
+            final_submissions=cache.final_submissions,
+        )
+    if split == "private" or cache.ladder_step is None:
+        return _Entry(key, board)
+    # The owners' laddered scores follow the live entries, frozen board or not.
+    return _Entry(key, board, _laddered_scores(session, public, cache.ladder_step))
+
+
+def _laddered_scores(session: Session, entries: list[ScoredEntry], step: float) -> dict[int, tuple[Score, bool]]:
+    revealed = _revealed(entries, step)
+    documents = storage.evaluation_scores(
+        session=session, split="public", evaluation_ids=sorted({e.evaluation_id for e in revealed.values()})
+    )
+    scores = {evaluation_id: Score.model_validate(doc) for evaluation_id, doc in documents.items()}
+    return {
+        submission_id: (scores[shown.evaluation_id], shown.submission_id == submission_id)
+        for submission_id, shown in revealed.items()
+    }
 
 
 def rank_of(board: Leaderboard, submission_id: int) -> int | None:

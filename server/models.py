@@ -115,7 +115,10 @@ class Submission(Base):
     bundle_format: Mapped[str] = mapped_column(String(8))
     bundle_bytes: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
+    # Chosen by the participant for the final ranking (at most Settings.final_submissions); ``selected_at`` orders
+    # the choices and moves the leaderboard's cache key on every change of them.
     selected: Mapped[bool] = mapped_column(Boolean, default=False)
+    selected_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     disqualified_reason: Mapped[str | None] = mapped_column(Text)
     # False once the initial evaluation failed through the service's fault: such a submission is given back.
     counts_against_quota: Mapped[bool] = mapped_column(Boolean, default=True)
@@ -223,7 +226,8 @@ class BaselineResult(Base):
 
 
 class LeaderboardState(Base):
-    """A single row (id 1). ``snapshot`` holds the leaderboards as they were when it was frozen."""
+    """A single row (id 1). ``snapshot`` holds the public leaderboard as it was when it was frozen,
+    ``private_snapshot`` the private one as it was published: the final ranking, which nothing done later moves."""
 
     __tablename__ = "leaderboard_state"
 
@@ -233,6 +237,7 @@ class LeaderboardState(Base):
     snapshot: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     private_published: Mapped[bool] = mapped_column(Boolean, default=False)
     published_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    private_snapshot: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class EvalSet(Base):

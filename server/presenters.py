@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from layersched.server import storage
+from layersched.server.leaderboard import PublicView
 from layersched.server.models import EpisodeResult, Evaluation, Submission, User
 from layersched.server.schemas import (
     AuditVerdict,
@@ -90,11 +91,19 @@ def evaluation_detail(evaluation: Evaluation) -> EvaluationDetail:
     )
 
 
-def submission_public(submission: Submission, *, viewer: User | None, rank: int | None = None) -> SubmissionPublic:
-    """``viewer``: who reads it (None: anyone, e.g. a ranked entry's public page)."""
+def submission_public(
+    submission: Submission, *, viewer: User | None, view: PublicView | None = None
+) -> SubmissionPublic:
+    """The submission as ``viewer`` may read it (None: anyone, e.g. a ranked entry's public page: no errors).
+    ``view`` (:func:`leaderboard.public_view` for the viewer) gives its rank and the public score the viewer may see,
+    laddered for owners under the Ladder; without it (organisers' routes, a submission just created) the score is the
+    raw public score and the rank is left out.
+    """
     reader = audience(viewer, submission)
     primary = storage.primary_evaluation(submission)
     scored = storage.scored_evaluation(submission)
+    raw = _score(scored.score_public) if scored else None
+    score, revealed = view.public_score(submission.id, raw) if view is not None else (raw, None)
     return SubmissionPublic(
         id=submission.id,
         name=submission.name,
@@ -106,10 +115,11 @@ def submission_public(submission: Submission, *, viewer: User | None, rank: int 
         disqualified=submission.disqualified_reason,
         progress=Progress(done=primary.progress_done if primary else 0, total=primary.progress_total if primary else 0),
         error=_error(primary, reader),
-        score=_score(scored.score_public) if scored else None,
-        rank=rank,
+        score=score,
+        rank=view.rank(submission.id) if view is not None else None,
         selected=submission.selected,
         evaluations=[evaluation_public(e, reader) for e in submission.evaluations],
+        score_revealed=revealed,
     )
 
 

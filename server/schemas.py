@@ -115,6 +115,9 @@ class SubmissionPublic(BaseModel):
     rank: int | None
     selected: bool
     evaluations: list[EvaluationPublic]
+    # Under the Ladder, whether ``score`` is this submission's own public score (True) or its owner's best shown
+    # score, which this one did not beat by more than the step (False); None when the Ladder plays no part.
+    score_revealed: bool | None = None
 
 
 class SubmissionsPublic(BaseModel):

@@ -344,19 +344,118 @@ def list_submissions(
     return list(rows), total
 
 
-def select_submission(*, session: Session, submission_id: int, viewer: User) -> Submission:
-    """Make this the owner's leaderboard entry (and no other of theirs)."""
+def _utc(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.timezone.utc).isoformat()
+
+
+def _closed_because(session: Session, *, deadline: dt.datetime | None, now: dt.datetime) -> str | None:
+    """Why uploads and selection changes are closed at ``now``, or None while they are open.
+
+    Publication closes them whatever the deadline says: the published private board is the final ranking.
+    """
+    # Read only (get_leaderboard_state would create the row): a refused upload must write nothing.
+    state = session.get(LeaderboardState, 1)
+    if state is not None and state.private_published:
+        when = f" at {_utc(state.published_at)}" if state.published_at else ""
+        return f"the private leaderboard was published{when}"
+    if deadline is not None and now >= deadline:
+        return f"the submission deadline {_utc(deadline)} has passed"
+    return None
+
+
+def check_submissions_open(
+    *, session: Session, user: User, deadline: dt.datetime | None, now: dt.datetime | None = None
+) -> None:
+    """Raise Conflict when uploads are closed: after ``deadline`` (Settings.submission_deadline) or publication.
+
+    Organisers' uploads never rank (the boards hold participants only), so they may still test the service.
+    """
+    if user.role == "organiser":
+        return
+    reason = _closed_because(session, deadline=deadline, now=now or utcnow())
+    if reason is not None:
+        raise Conflict(f"{reason}; uploads are closed")
+
+
+def _selection_target(
+    session: Session, *, submission_id: int, viewer: User, deadline: dt.datetime | None, now: dt.datetime, verb: str
+) -> Submission:
+    """The submission whose selection ``viewer`` wants to change, once it is theirs to change and still open.
+
+    Organisers may change a participant's selection (it is logged), but not after the close either: the final
+    choice is the participant's, made without the private scores.
+    """
     submission = get_submission(session=session, submission_id=submission_id, viewer=viewer)
+    reason = _closed_because(session, deadline=deadline, now=now)
+    if reason is not None:
+        raise Conflict(f"{reason}; submission {submission_id} cannot be {verb}")
+    return submission
+
+
+def select_submission(
+    *,
+    session: Session,
+    submission_id: int,
+    viewer: User,
+    limit: int,
+    deadline: dt.datetime | None,
+    now: dt.datetime | None = None,
+) -> Submission:
+    """Add this submission to its owner's final selection (at most ``limit``, Settings.final_submissions).
+
+    Only a scored (succeeded on the current evaluation set), not disqualified submission can be selected; selecting
+    a selected one changes nothing.
+    """
+    now = now or utcnow()
+    submission = _selection_target(
+        session, submission_id=submission_id, viewer=viewer, deadline=deadline, now=now, verb="selected"
+    )
     if submission.disqualified_reason is not None:
         raise Conflict(f"submission {submission_id} is disqualified and cannot be selected")
-    session.execute(
-        update(Submission)
-        .where(Submission.owner_id == submission.owner_id, Submission.id != submission.id)
-        .values(selected=False)
+    evalset = get_current_evalset(session=session)
+    if evalset is None or scored_evaluation(submission, evalset_name=evalset.name) is None:
+        primary = primary_evaluation(submission)
+        where = f"the evaluation set {evalset.name!r}" if evalset else "any evaluation set"
+        raise Conflict(
+            f"submission {submission_id} has no score on {where} (it is {primary.state if primary else 'queued'}); "
+            "only a scored submission can be selected"
+        )
+    # Two selections of one participant at once must not both see room for one more.
+    lock_submitter(session=session, user=submission.owner)
+    chosen = list(
+        session.scalars(
+            select(Submission.id)
+            .where(Submission.owner_id == submission.owner_id, Submission.selected.is_(True))
+            .order_by(Submission.selected_at, Submission.id)
+        )
     )
-    submission.selected = True
+    if submission_id in chosen:
+        session.commit()  # nothing to change; ends the transaction and its lock
+        return submission
+    if len(chosen) >= limit:
+        listed = ", ".join(f"#{i}" for i in chosen)
+        raise Conflict(
+            f"{submission.owner.name} has already selected {len(chosen)} submissions ({listed}), the most for the "
+            "final ranking; unselect one first"
+        )
+    submission.selected, submission.selected_at = True, now
     if viewer.id != submission.owner_id:
         _log(session, viewer, "select", f"submission:{submission_id}", {})
+    session.commit()
+    return submission
+
+
+def unselect_submission(
+    *, session: Session, submission_id: int, viewer: User, deadline: dt.datetime | None, now: dt.datetime | None = None
+) -> Submission:
+    """Take this submission out of its owner's final selection (unselecting an unselected one changes nothing)."""
+    submission = _selection_target(
+        session, submission_id=submission_id, viewer=viewer, deadline=deadline, now=now or utcnow(), verb="unselected"
+    )
+    if submission.selected:
+        submission.selected, submission.selected_at = False, None
+        if viewer.id != submission.owner_id:
+            _log(session, viewer, "unselect", f"submission:{submission_id}", {})
     session.commit()
     return submission
 
@@ -825,10 +924,19 @@ def set_leaderboard_frozen(
     return state
 
 
-def publish_private(*, session: Session, actor: User, now: dt.datetime | None = None) -> LeaderboardState:
-    state = get_leaderboard_state(session=session)
+def publish_private(
+    *, session: Session, actor: User, snapshot: dict[str, Any], now: dt.datetime | None = None
+) -> LeaderboardState:
+    """Publish the private leaderboard as ``snapshot`` (the final ranking as it stands now), which is what it shows
+    from then on. Publication is once: publishing again keeps the first snapshot. It closes uploads and selection.
+    """
+    get_leaderboard_state(session=session)  # creates the row if needed
+    # Locked so that two organisers publishing at once keep one snapshot, not the later of two.
+    state = session.get(LeaderboardState, 1, with_for_update=True, populate_existing=True)
+    assert state is not None
     if not state.private_published:
         state.private_published, state.published_at = True, now or utcnow()
+        state.private_snapshot = snapshot
     _log(session, actor, "publish_private", "leaderboard", {})
     session.commit()
     return state
@@ -857,6 +965,7 @@ class ScoredEntry:
     name: str
     created_at: dt.datetime
     selected: bool
+    selected_at: dt.datetime | None
     evaluation_id: int
     overall: float
 
@@ -884,6 +993,7 @@ def leaderboard_entries(*, session: Session, split: str, evalset_name: str | Non
             Submission.name,
             Submission.created_at,
             Submission.selected,
+            Submission.selected_at,
             Evaluation.id,
             overall,
         )
@@ -906,15 +1016,22 @@ def evaluation_scores(*, session: Session, split: str, evaluation_ids: Sequence[
 def leaderboard_fingerprint(*, session: Session) -> tuple[Any, ...]:
     """Aggregates that change whenever anything a live leaderboard shows changes (one query of index scans).
 
-    An evaluation that succeeds moves the succeeded evaluations' count and id sum; selecting, disqualifying and new
-    submissions move the submission aggregates (the per-participant submission counts are shown); a new current
-    evaluation set, new baseline scores and new users move theirs. Freezing and publishing are read apart.
+    An evaluation that succeeds moves the succeeded evaluations' count and id sum; disqualifying and new submissions
+    move the submission aggregates (the per-participant submission counts are shown); a new current evaluation set,
+    new baseline scores and new users move theirs. Freezing and publishing are read apart.
+
+    Selections: the count and id sum of the selected alone do not tell {1, 4} from {2, 3}. Each selection stamps
+    ``selected_at`` with a later time than any before it, so the newest stamp moves on every selection and the count
+    on every unselection: between two states with the same newest stamp, only unselections happened.
     """
     succeeded = (Evaluation.state == "succeeded") & (Evaluation.kind != "audit")
+    selected = Submission.selected.is_(True)
     per_table: list[list[ColumnElement[Any]]] = [
         [
             func.count(Submission.id),
-            func.sum(Submission.id).filter(Submission.selected.is_(True)),
+            func.count(Submission.id).filter(selected),
+            func.sum(Submission.id).filter(selected),
+            func.max(Submission.selected_at).filter(selected),
             func.sum(Submission.id).filter(Submission.disqualified_reason.is_not(None)),
         ],
         [func.count(Evaluation.id).filter(succeeded), func.sum(Evaluation.id).filter(succeeded)],

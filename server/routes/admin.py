@@ -100,14 +100,15 @@ def _state_public(state: LeaderboardState) -> LeaderboardStatePublic:
 
 @router.post("/leaderboard/freeze", response_model=LeaderboardStatePublic)
 def freeze(session: SessionDep, actor: Organiser, body: FreezeRequest) -> LeaderboardStatePublic:
-    snapshot = leaderboard.snapshot(session=session) if body.frozen else None
+    snapshot = leaderboard.freeze_snapshot(session=session) if body.frozen else None
     state = storage.set_leaderboard_frozen(session=session, frozen=body.frozen, snapshot=snapshot, actor=actor)
     return _state_public(state)
 
 
 @router.post("/leaderboard/publish", response_model=LeaderboardStatePublic)
 def publish(session: SessionDep, actor: Organiser) -> LeaderboardStatePublic:
-    return _state_public(storage.publish_private(session=session, actor=actor))
+    snapshot = leaderboard.final_snapshot(session=session)
+    return _state_public(storage.publish_private(session=session, actor=actor, snapshot=snapshot))
 
 
 @router.post("/evalsets/{name}/reveal", response_model=EvalSetPublic)

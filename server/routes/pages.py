@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Literal
 
@@ -10,7 +11,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from layersched.server import charts, leaderboard, presenters, storage
-from layersched.server.deps import OptionalUser, RowId, SessionDep
+from layersched.server.deps import OptionalUser, RowId, SessionDep, SettingsDep
 from layersched.server.errors import Forbidden, NotFound
 from layersched.server.schemas import Score
 
@@ -21,7 +22,11 @@ templates.env.filters["ratio_color"] = charts.ratio_color
 
 @router.get("/", response_class=HTMLResponse)
 def leaderboard_page(
-    request: Request, session: SessionDep, user: OptionalUser, split: Literal["public", "private"] = "public"
+    request: Request,
+    session: SessionDep,
+    user: OptionalUser,
+    settings: SettingsDep,
+    split: Literal["public", "private"] = "public",
 ) -> HTMLResponse:
     try:
         board = leaderboard.visible_leaderboard(session=session, split=split, viewer=user)
@@ -31,6 +36,7 @@ def leaderboard_page(
         )
     scenarios = sorted({name for row in board.rows for name in row.per_scenario})
     evalset = storage.get_current_evalset(session=session)
+    deadline = settings.submission_deadline
     return templates.TemplateResponse(
         request,
         "leaderboard.html",
@@ -40,6 +46,8 @@ def leaderboard_page(
             "chart": charts.score_chart(board.rows),
             "evalset": evalset,
             "state": storage.get_leaderboard_state(session=session),
+            "deadline": deadline.astimezone(dt.timezone.utc) if deadline else None,
+            "final_submissions": settings.final_submissions,
         },
     )
 
@@ -47,8 +55,8 @@ def leaderboard_page(
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
 def submission_page(request: Request, session: SessionDep, user: OptionalUser, submission_id: RowId) -> HTMLResponse:
     """Owners and organisers (with a token) see everything; anyone sees a submission that is on the leaderboard."""
-    board = leaderboard.visible_leaderboard(session=session, split="public", viewer=None, fresh=True)
-    rank = leaderboard.rank_of(board, submission_id)
+    view = leaderboard.public_view(session=session, viewer=user)
+    rank = view.rank(submission_id)
     try:
         submission = storage.get_submission(session=session, submission_id=submission_id, viewer=user)
         full = True
@@ -60,16 +68,15 @@ def submission_page(request: Request, session: SessionDep, user: OptionalUser, s
                 {"title": "Not found", "message": f"submission {submission_id} does not exist"},
                 status_code=404,
             )
-        # A ranked entry is public already: show what the leaderboard shows, nothing more.
         submission = storage.load_submission(session=session, submission_id=submission_id)
         full = False
-    # Who reads decides what of its errors shows: anonymous visitors of a ranked entry see none.
-    public = presenters.submission_public(submission, viewer=user, rank=rank)
-    row = next((r for r in board.rows if r.submission_id == submission_id), None)
+    public = presenters.submission_public(submission, viewer=user, view=view)
+    row = next((r for r in view.board.rows if r.submission_id == submission_id), None)
     if not full and row is not None:
-        # The public sees the leaderboard's score (the frozen one while frozen), never a newer one.
+        # A ranked entry is public already: show what the leaderboard shows (its score there, the frozen one while
+        # frozen), nothing more. Errors (a failed rerun's, say) and evaluations are for the owner and organisers.
         score = Score(overall=row.score, ci_low=row.ci_low, ci_high=row.ci_high, per_scenario=row.per_scenario)
-        public = public.model_copy(update={"score": score})
+        public = public.model_copy(update={"score": score, "score_revealed": None, "error": None, "evaluations": []})
     return templates.TemplateResponse(
         request,
         "submission.html",

@@ -29,6 +29,7 @@ def create_submission(
     name: Annotated[str, Form(min_length=1, max_length=100, pattern=NO_NUL)],
     description: Annotated[str, Form(max_length=2000, pattern=NO_NUL)] = "",
 ) -> SubmissionPublic:
+    storage.check_submissions_open(session=session, user=user, deadline=settings.submission_deadline)
     storage.check_can_submit(
         session=session, user=user, daily_quota=settings.daily_quota, max_in_flight=settings.max_in_flight
     )
@@ -72,18 +73,16 @@ def create_submission(
 @router.get("", response_model=SubmissionsPublic)
 def list_submissions(session: SessionDep, user: CurrentUser, page: PageDep) -> SubmissionsPublic:
     rows, count = storage.list_submissions(session=session, viewer=user, offset=page.offset, limit=page.limit)
-    board = leaderboard.visible_leaderboard(session=session, split="public", viewer=None, fresh=True)
-    return SubmissionsPublic(
-        data=[presenters.submission_public(s, viewer=user, rank=leaderboard.rank_of(board, s.id)) for s in rows],
-        count=count,
-    )
+    view = leaderboard.public_view(session=session, viewer=user)
+    return SubmissionsPublic(data=[presenters.submission_public(s, viewer=user, view=view) for s in rows], count=count)
 
 
 @router.get("/{submission_id}", response_model=SubmissionPublic)
 def read_submission(session: SessionDep, user: CurrentUser, submission_id: RowId) -> SubmissionPublic:
     submission = storage.get_submission(session=session, submission_id=submission_id, viewer=user)
-    board = leaderboard.visible_leaderboard(session=session, split="public", viewer=None, fresh=True)
-    return presenters.submission_public(submission, viewer=user, rank=leaderboard.rank_of(board, submission.id))
+    return presenters.submission_public(
+        submission, viewer=user, view=leaderboard.public_view(session=session, viewer=user)
+    )
 
 
 @router.get("/{submission_id}/logs", response_model=SubmissionLogs)
@@ -96,6 +95,28 @@ def read_logs(session: SessionDep, user: CurrentUser, submission_id: RowId) -> S
 
 
 @router.post("/{submission_id}/select", response_model=SubmissionPublic)
-def select_submission(session: SessionDep, user: CurrentUser, submission_id: RowId) -> SubmissionPublic:
-    submission = storage.select_submission(session=session, submission_id=submission_id, viewer=user)
-    return presenters.submission_public(submission, viewer=user)
+def select_submission(
+    session: SessionDep, user: CurrentUser, settings: SettingsDep, submission_id: RowId
+) -> SubmissionPublic:
+    submission = storage.select_submission(
+        session=session,
+        submission_id=submission_id,
+        viewer=user,
+        limit=settings.final_submissions,
+        deadline=settings.submission_deadline,
+    )
+    return presenters.submission_public(
+        submission, viewer=user, view=leaderboard.public_view(session=session, viewer=user)
+    )
+
+
+@router.post("/{submission_id}/unselect", response_model=SubmissionPublic)
+def unselect_submission(
+    session: SessionDep, user: CurrentUser, settings: SettingsDep, submission_id: RowId
+) -> SubmissionPublic:
+    submission = storage.unselect_submission(
+        session=session, submission_id=submission_id, viewer=user, deadline=settings.submission_deadline
+    )
+    return presenters.submission_public(
+        submission, viewer=user, view=leaderboard.public_view(session=session, viewer=user)
+    )

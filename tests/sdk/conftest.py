@@ -50,6 +50,8 @@ class Worker:
 
     settings: Any
     fail: bool = False
+    # The overall public (and private) score of each evaluation in turn; 0.98 once these are used up.
+    overall: list[float] = field(default_factory=list)
     calls: list[tuple[str, list[int], str]] = field(default_factory=list)
     _pending: list[int] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -113,11 +115,12 @@ class Worker:
                         infrastructure_failure=False,
                     )
                 else:
+                    overall = self.overall.pop(0) if self.overall else 0.98
                     score = {
-                        "overall": 0.98,
-                        "ci_low": 0.95,
-                        "ci_high": 1.01,
-                        "per_scenario": {"lab-300": 0.97, "official-5n": 0.99},
+                        "overall": overall,
+                        "ci_low": round(overall - 0.03, 6),
+                        "ci_high": round(overall + 0.03, 6),
+                        "per_scenario": {"lab-300": round(overall - 0.01, 6), "official-5n": round(overall + 0.01, 6)},
                     }
                     storage.finish_evaluation(
                         session=session,
@@ -140,7 +143,13 @@ class LiveServer:
 
 
 @pytest.fixture
-def live_server(tmp_path: Path) -> Iterator[LiveServer]:
+def server_settings() -> dict[str, Any]:
+    """Settings the live server takes besides the defaults below; a test parametrizes this name to change them."""
+    return {}
+
+
+@pytest.fixture
+def live_server(tmp_path: Path, server_settings: dict[str, Any]) -> Iterator[LiveServer]:
     """The real app (``create_app``) served by uvicorn on 127.0.0.1 with a fresh migrated SQLite database."""
     uvicorn = pytest.importorskip("uvicorn")
     from layersched.server.admin import add_user, register_evalset, upgrade_database
@@ -152,8 +161,7 @@ def live_server(tmp_path: Path) -> Iterator[LiveServer]:
         database_url=f"sqlite:///{tmp_path / 'db' / 'layersched.db'}",
         broker_url="redis://127.0.0.1:1/0",  # never used: the worker stand-in replaces Celery
         bundle_dir=tmp_path / "bundles",
-        daily_quota=2,
-        max_in_flight=2,
+        **{"daily_quota": 2, "max_in_flight": 2, **server_settings},
     )
     upgrade_database(settings=settings)
     register_evalset(

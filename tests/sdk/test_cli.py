@@ -154,8 +154,59 @@ def test_submit_no_wait_then_status_list(
     code, out, _ = run(capsys, "status")
     assert code == 0
     header, row = out.splitlines()
-    assert header.split() == ["id", "name", "state", "episodes", "score", "rank", "created"]
-    assert row.split()[:6] == ["#1", "first_fit", "queued", "0/0", "-", "-"]
+    assert header.split() == ["id", "name", "state", "episodes", "score", "rank", "selected", "created"]
+    assert row.split()[:7] == ["#1", "first_fit", "queued", "0/0", "-", "-", "-"]
+
+
+# ---------------------------------------------------------------------------------------------- final selection
+
+
+@pytest.mark.parametrize("server_settings", [{"daily_quota": 3, "max_in_flight": 3}], ids=["quota-3"])
+def test_select_unselect_and_status_shows_the_selection(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path
+) -> None:
+    login(capsys, live_server)
+    for _ in range(2):
+        assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0
+    live_server.worker.run_pending()
+    assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0  # #3 stays queued
+
+    assert run(capsys, "select", "1") == (0, "selected #1 'first_fit' for the final ranking\n", "")
+    code, out, _ = run(capsys, "status")
+    header, *rows = out.splitlines()
+    assert header.split() == ["id", "name", "state", "episodes", "score", "rank", "selected", "created"]
+    assert [(r.split()[0], r.split()[6]) for r in rows] == [("#3", "-"), ("#2", "-"), ("#1", "yes")]
+    code, out, _ = run(capsys, "status", "1")
+    assert "selected: yes, it counts for the final ranking\n" in out
+    code, out, _ = run(capsys, "status", "1", "--json")
+    assert json.loads(out)["selected"] is True
+
+    code, _, err = run(capsys, "select", "3")
+    assert code == 1
+    assert error_line(err) == (
+        "error: submission 3 has no score on the evaluation set 'sample' (it is queued); "
+        "only a scored submission can be selected"
+    )
+    assert run(capsys, "unselect", "1") == (0, "unselected #1 'first_fit'\n", "")
+    code, out, _ = run(capsys, "status", "1")
+    assert "selected: no (layersched select 1 makes it count for the final ranking)\n" in out
+
+
+@pytest.mark.parametrize("server_settings", [{"public_ladder_step": 0.05}], ids=["ladder-0.05"])
+def test_status_shows_the_laddered_score(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path
+) -> None:
+    live_server.worker.overall[:] = [0.95, 0.93]  # the second is within the step of the first
+    login(capsys, live_server)
+    for _ in range(2):
+        assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0
+    live_server.worker.run_pending()
+    _code, out, _ = run(capsys, "status")
+    assert [line.split()[4] for line in out.splitlines()[1:]] == ["0.9500", "0.9500"]
+    _code, out, _ = run(capsys, "status", "2")
+    assert "#2 succeeded: score 0.9500 (95% CI 0.9200-0.9800" in out
+    assert "0.93" not in out
+    assert "the Ladder: this submission did not beat your best shown public score by more than its step" in out
 
 
 def test_submit_gives_up_following_after_timeout(
@@ -408,6 +459,8 @@ def test_every_command_has_help_with_examples(capsys: pytest.CaptureFixture[str]
         ["validate"],
         ["submit"],
         ["status"],
+        ["select"],
+        ["unselect"],
         ["logs"],
         ["leaderboard"],
         ["evalset"],

@@ -1,4 +1,5 @@
-"""The leaderboard: best or selected entry per participant, ties, baselines, private split, freezing."""
+"""The leaderboard: best public entry per participant, the final (private) ranking of the selected submissions,
+ties, baselines, freezing, publishing, the selection rules and the Ladder as the owner sees it."""
 
 from __future__ import annotations
 
@@ -98,6 +99,13 @@ def test_baseline_rows(client: Any, alice: Account, db: Session) -> None:
     ]
 
 
+def test_public_board_ignores_the_selection(client: Any, alice: Account, db: Session) -> None:
+    entry(client, alice, db, 0.80, name="best")
+    chosen = entry(client, alice, db, 0.90, name="chosen")
+    assert client.post(f"/api/v1/submissions/{chosen}/select", headers=alice.headers).status_code == 200
+    assert [r["submission_name"] for r in client.get("/api/v1/leaderboard").json()["rows"]] == ["best"]
+
+
 def test_private_split_until_published(
     client: Any, alice: Account, bob: Account, organiser: Account, db: Session
 ) -> None:
@@ -171,3 +179,158 @@ def test_ladder_shows_a_new_public_score_only_beyond_the_step(
         entry(client, alice, db, 0.85, private=0.92, name="real")  # a real improvement is shown
         board = client.get("/api/v1/leaderboard").json()
         assert [(r["submission_name"], r["score"]) for r in board["rows"]] == [("real", 0.85)]
+
+
+# ------------------------------------------------------------------------------------------------------ selection
+
+
+def select(client: Any, account: Account, submission_id: int, action: str = "select") -> Any:
+    return client.post(f"/api/v1/submissions/{submission_id}/{action}", headers=account.headers)
+
+
+def test_selection_limit_names_the_selected(client: Any, alice: Account, organiser: Account, db: Session) -> None:
+    ids = [entry(client, alice, db, 0.9, private=p, name=f"s{i}") for i, p in enumerate((1.0, 1.1, 0.8))]
+    for submission_id in ids[:2]:
+        response = select(client, alice, submission_id)
+        assert response.status_code == 200 and response.json()["selected"] is True
+    assert select(client, alice, ids[0]).status_code == 200  # selecting a selected one changes nothing
+    response = select(client, alice, ids[2])
+    assert response.status_code == 409
+    assert response.json()["error"] == {
+        "code": "conflict",
+        "message": f"alice has already selected 2 submissions (#{ids[0]}, #{ids[1]}), the most for the final "
+        "ranking; unselect one first",
+    }
+    response = select(client, alice, ids[1], "unselect")
+    assert response.status_code == 200 and response.json()["selected"] is False
+    assert select(client, alice, ids[1], "unselect").status_code == 200  # and unselecting again neither
+    assert select(client, alice, ids[2]).status_code == 200
+    assert rows(client, "private", organiser.headers) == [(1, "alice", 0.8, False)]
+    listed = client.get("/api/v1/submissions", headers=alice.headers).json()["data"]
+    assert [(s["name"], s["selected"]) for s in listed] == [("s2", True), ("s1", False), ("s0", True)]
+
+
+def test_only_own_scored_submissions_can_be_selected(
+    client: Any, alice: Account, bob: Account, organiser: Account, db: Session
+) -> None:
+    bobs = entry(client, bob, db, 0.9)
+    for action in ("select", "unselect"):
+        assert select(client, alice, bobs, action).json()["error"] == {
+            "code": "not_found",
+            "message": f"submission {bobs} does not exist",
+        }
+    queued = submit(client, alice, name="queued").json()["id"]
+    failed = submit(client, alice, name="failed").json()
+    run_evaluation(db, failed["evaluations"][0]["id"], fail=("crash", "exit 1"))
+    for submission_id, state in ((queued, "queued"), (failed["id"], "failed")):
+        response = select(client, alice, submission_id)
+        assert response.status_code == 409
+        assert response.json()["error"]["message"] == (
+            f"submission {submission_id} has no score on the evaluation set 'sample' (it is {state}); "
+            "only a scored submission can be selected"
+        )
+    cheat = entry(client, alice, db, 0.5)
+    client.post(f"/api/v1/admin/submissions/{cheat}/disqualify", headers=organiser.headers, json={"reason": "seeds"})
+    response = select(client, alice, cheat)
+    assert response.status_code == 409
+    assert response.json()["error"]["message"] == f"submission {cheat} is disqualified and cannot be selected"
+
+
+def test_each_selection_change_shows_on_the_private_board(
+    client: Any, alice: Account, bob: Account, organiser: Account, db: Session
+) -> None:
+    a1, a2 = (entry(client, alice, db, 0.9, private=p) for p in (1.4, 1.3))
+    b3, b4 = (entry(client, bob, db, 0.9, private=p) for p in (1.2, 1.1))
+    for account, submission_id in ((alice, a1), (bob, b4)):
+        select(client, account, submission_id)
+    assert rows(client, "private", organiser.headers) == [(1, "bob", 1.1, False), (2, "alice", 1.4, False)]
+    # {1, 4} and then {2, 3} selected: as many, with the same sum of ids. The board's cache key still moves.
+    for account, submission_id in ((alice, a1), (bob, b4)):
+        select(client, account, submission_id, "unselect")
+    for account, submission_id in ((alice, a2), (bob, b3)):
+        select(client, account, submission_id)
+    assert (a1 + b4, a2 + b3) == (5, 5)
+    assert rows(client, "private", organiser.headers) == [(1, "bob", 1.2, False), (2, "alice", 1.3, False)]
+
+
+def test_deadline_setting_needs_its_time_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import ValidationError
+
+    from layersched.server.config import Settings
+
+    monkeypatch.setenv("LAYERSCHED_SUBMISSION_DEADLINE", "2026-06-30T23:59:00Z")
+    monkeypatch.setenv("LAYERSCHED_FINAL_SUBMISSIONS", "3")
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.submission_deadline == dt.datetime(2026, 6, 30, 23, 59, tzinfo=dt.timezone.utc)
+    assert settings.final_submissions == 3
+    monkeypatch.setenv("LAYERSCHED_SUBMISSION_DEADLINE", "2026-06-30T23:59:00")  # whose 23:59?
+    with pytest.raises(ValidationError, match="submission_deadline\n  Input should have timezone info"):
+        Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+def test_deadline_ahead_leaves_everything_open(settings: Any, enqueued: Any, alice: Account, db: Session) -> None:
+    from starlette.testclient import TestClient
+
+    from layersched.server.app import create_app
+
+    ahead = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)
+    with TestClient(create_app(settings.model_copy(update={"submission_deadline": ahead}), enqueuer=enqueued)) as c:
+        submission_id = entry(c, alice, db, 0.9)
+        assert select(c, alice, submission_id).status_code == 200
+        assert select(c, alice, submission_id, "unselect").status_code == 200
+
+
+# ------------------------------------------------------------------------------------------- the Ladder, owner's view
+
+
+def test_the_owner_sees_the_laddered_public_score(
+    settings: Any, enqueued: Any, alice: Account, organiser: Account, db: Session
+) -> None:
+    """The review's reproduction: with step 0.05 the board showed 0.95 and the owner's API 0.93."""
+    from starlette.testclient import TestClient
+
+    from layersched.server.app import create_app
+
+    with TestClient(create_app(settings.model_copy(update={"public_ladder_step": 0.05}), enqueuer=enqueued)) as c:
+        first = entry(c, alice, db, 0.95, name="first")
+        lucky = entry(c, alice, db, 0.93, name="lucky")
+        assert rows(c) == [(1, "alice", 0.95, False)]
+        shown = c.get(f"/api/v1/submissions/{first}", headers=alice.headers).json()
+        own = c.get(f"/api/v1/submissions/{lucky}", headers=alice.headers).json()
+        assert own["score"]["overall"] == 0.95  # not 0.93: the board did not move, and neither does this
+        assert (own["score"], own["score_revealed"], own["rank"]) == (shown["score"], False, None)
+        assert (shown["score"]["overall"], shown["score_revealed"], shown["rank"]) == (0.95, True, 1)
+        listed = c.get("/api/v1/submissions", headers=alice.headers).json()["data"]
+        assert [(s["name"], s["score"]["overall"], s["score_revealed"]) for s in listed] == [
+            ("lucky", 0.95, False),
+            ("first", 0.95, True),
+        ]
+        selected = select(c, alice, lucky).json()
+        assert (selected["selected"], selected["score"]["overall"]) == (True, 0.95)
+        # Organisers keep the raw public score.
+        raw = c.get(f"/api/v1/submissions/{lucky}", headers=organiser.headers).json()
+        assert (raw["score"]["overall"], raw["score_revealed"]) == (0.93, None)
+        evaluation = raw["evaluations"][0]["id"]
+        detail = c.get(f"/api/v1/admin/evaluations/{evaluation}", headers=organiser.headers).json()
+        assert detail["score_public"]["overall"] == 0.93
+
+
+def test_a_frozen_laddered_board_stays_laddered(
+    settings: Any, enqueued: Any, alice: Account, organiser: Account, db: Session
+) -> None:
+    from starlette.testclient import TestClient
+
+    from layersched.server.app import create_app
+
+    with TestClient(create_app(settings.model_copy(update={"public_ladder_step": 0.05}), enqueuer=enqueued)) as c:
+        entry(c, alice, db, 0.95, name="first")
+        entry(c, alice, db, 0.93, name="lucky")
+        c.post("/api/v1/admin/leaderboard/freeze", headers=organiser.headers, json={"frozen": True})
+        assert rows(c) == [(1, "alice", 0.95, False)]
+
+
+def test_without_the_ladder_the_owner_sees_the_raw_score(client: Any, alice: Account, db: Session) -> None:
+    entry(client, alice, db, 0.95)
+    lucky = entry(client, alice, db, 0.93)
+    own = client.get(f"/api/v1/submissions/{lucky}", headers=alice.headers).json()
+    assert (own["score"]["overall"], own["score_revealed"], own["rank"]) == (0.93, None, 1)

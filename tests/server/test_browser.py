@@ -77,6 +77,10 @@ def _seed(database_url: str) -> dict[str, int]:
             )
             run_evaluation(session, evaluation.id, public=value)
             ids[name] = submission.id
+        # An organiser's rerun of a ranked entry fails: its error is for the owner and organisers only.
+        olga = storage.create_user(session=session, name="olga", email="olga@x.org", role="organiser")
+        rerun = storage.create_rerun(session=session, submission_id=ids["ada"], evalset_name=None, actor=olga)
+        run_evaluation(session, rerun.id, fail=("import_error", "ModuleNotFoundError: No module named 'secret_helper'"))
         for baseline, value in (("Greedy", 1.0), ("Random", 1.6)):
             storage.upsert_baseline_result(
                 session=session,
@@ -249,3 +253,10 @@ def test_submission_page(server: tuple[str, dict[str, int]], tmp_path: Path) -> 
     assert '<table id="evaluations">' not in dom  # details are for the owner and organisers only
     missing = chromium(tmp_path, "--dump-dom", f"{base}/submissions/999")
     assert "submission 999 does not exist" in missing
+
+
+def test_public_submission_page_shows_no_error(server: tuple[str, dict[str, int]], tmp_path: Path) -> None:
+    base, ids = server
+    dom = chromium(tmp_path, "--dump-dom", f"{base}/submissions/{ids['ada']}")
+    assert "ada's policy" in dom and "rank <strong>1</strong>" in dom
+    assert "secret_helper" not in dom and "import_error" not in dom

@@ -56,3 +56,36 @@ def test_submission_page_visibility(client: Any, alice: Account, db: Session) ->
     hidden = client.get(f"/submissions/{queued['id']}")
     assert hidden.status_code == 404 and f"submission {queued['id']} does not exist" in hidden.text
     assert client.get(f"/submissions/{queued['id']}", headers=alice.headers).status_code == 200
+
+
+def test_anonymous_visitors_see_no_error_of_a_ranked_submission(
+    client: Any, alice: Account, organiser: Account, db: Session
+) -> None:
+    ranked = submit(client, alice, name="ranked").json()
+    run_evaluation(db, ranked["evaluations"][0]["id"], public=0.9)
+    rerun = client.post(f"/api/v1/admin/submissions/{ranked['id']}/rerun", headers=organiser.headers).json()
+    run_evaluation(db, rerun["id"], fail=("import_error", "ModuleNotFoundError: No module named 'secret_helper'"))
+    anonymous = client.get(f"/submissions/{ranked['id']}")
+    assert anonymous.status_code == 200 and "rank <strong>1</strong>" in anonymous.text
+    assert "secret_helper" not in anonymous.text and "import_error" not in anonymous.text
+    owner = client.get(f"/submissions/{ranked['id']}", headers=alice.headers)
+    assert '<span class="badge">import_error</span>' in owner.text
+
+
+def test_the_owner_page_shows_the_laddered_score(
+    settings: Any, enqueued: Any, alice: Account, organiser: Account, db: Session
+) -> None:
+    from starlette.testclient import TestClient
+
+    from layersched.server.app import create_app
+
+    with TestClient(create_app(settings.model_copy(update={"public_ladder_step": 0.05}), enqueuer=enqueued)) as c:
+        for name, value in (("first", 0.95), ("lucky", 0.93)):
+            body = submit(c, alice, name=name).json()
+            run_evaluation(db, body["evaluations"][0]["id"], public=value)
+        lucky = body["id"]
+        owner = c.get(f"/submissions/{lucky}", headers=alice.headers).text
+        assert "<p>0.9500 [0.9300, 0.9700]</p>" in owner and "0.9300 [" not in owner  # score [interval]
+        assert "0.911" not in owner  # nor its per-scenario ratios (0.93 * 0.98)
+        assert "did not beat your best shown public score" in owner
+        assert "<p>0.9300 [0.9100, 0.9500]</p>" in c.get(f"/submissions/{lucky}", headers=organiser.headers).text

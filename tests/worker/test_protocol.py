@@ -18,6 +18,7 @@ from layersched.sim.scenario import CloudNode, Scenario
 from layersched.sim.workload import NodeSpec
 from layersched.worker import protocol
 from layersched.worker.capture import Capture
+from layersched.worker.limits import SandboxLimits
 from layersched.worker.wire import (
     action_message,
     nodes_from_wire,
@@ -25,7 +26,6 @@ from layersched.worker.wire import (
     scenario_from_wire,
     scenario_to_wire,
 )
-from layersched.worker.limits import SandboxLimits
 
 
 def frame(payload: bytes) -> bytes:

@@ -6,12 +6,10 @@ import logging
 import os
 import subprocess
 import sys
-import tempfile
 
 import pytest
 
 from layersched.sim.episodes import EpisodeSpec
-from layersched.worker import runner
 from layersched.worker.limits import SandboxLimits
 from layersched.worker.process_backend import unshare_prefix
 from layersched.worker.runner import BundleError, HiddenEpisodeRefused, SandboxError, open_sandbox, stage_bundle

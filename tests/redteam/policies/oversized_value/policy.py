@@ -1,6 +1,6 @@
 """Writes a ``bad_action`` frame of its own on the episode's socket, with a 3,000,000-character value and a
-500,000-character type (the harness would cut a returned value's repr to 200 characters; a hand-made frame is not cut by anything in the
-sandbox). The trusted side must cut it before it becomes a message."""
+500,000-character type (the harness would cut a returned value's repr to 200 characters; a hand-made frame is not
+cut by anything in the sandbox). The trusted side must cut it before it becomes a message."""
 
 import os
 import sys
