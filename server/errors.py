@@ -14,10 +14,17 @@ Hierarchy (HTTP status and ``code`` of the error body in brackets)::
     ├── TooManyInFlight                [429 too_many_in_flight]
     └── StorageUnavailable             [503 storage_unavailable] the bundle store cannot be written
 
-Every message is one sentence naming the offending value.
+Every message is one sentence naming the offending value. ``error_response`` writes the body every error has,
+``{"error": {"code": ..., "message": ...}}``, also for errors raised outside a route (a middleware's 401 or 413).
 """
 
 from __future__ import annotations
+
+from starlette.responses import JSONResponse
+
+
+def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
 
 
 class ServiceError(Exception):

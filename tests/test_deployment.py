@@ -38,3 +38,7 @@ def test_compose_config_is_valid_and_complete() -> None:
     assert services["worker"]["environment"]["LAYERSCHED_BROKER_URL"] == "redis://redis:6379/0"
     assert services["migrate"]["command"] == ["alembic", "upgrade", "head"]
     assert any("docker.sock" in str(v) for v in services["worker"]["volumes"])
+    # The evaluation sets hold the hidden episodes' keys: only the worker, which runs the simulator, mounts them.
+    assert [v for v in map(str, services["worker"]["volumes"]) if "/srv/evalsets" in v] != []
+    for name in ("api", "migrate"):
+        assert [v for v in map(str, services[name]["volumes"]) if "evalsets" in v or "hidden_seeds" in v] == []

@@ -10,13 +10,16 @@ This module is imported on both sides, so it uses the standard library only.
 
 Messages (``->`` trusted to sandbox, ``<-`` sandbox to trusted):
 
-* control connection (harness parent): ``<- sim`` (sent before the policy is imported), ``<- ready`` /
-  ``<- import_error``; ``-> scenario``, ``-> episode``,
-  ``-> kill``, ``-> ping`` / ``<- pong``, ``-> shutdown``; ``<- exited`` when an episode process has ended.
-* episode connection (one forked process per episode): ``<- hello``; then per step ``-> task`` and ``<- action``
-  (or ``<- bad_action`` / ``<- error`` when the policy returned something else or raised); ``-> end``. Every task
-  carries its step number and a fresh random ``nonce``; every reply echoes both, so a reply is for this task and
-  was written after the task arrived.
+* control connection (the harness, which never runs code of the participant): ``<- sim`` (fingerprint and the
+  start's nonce), ``-> load`` (warm pool), ``<- ready`` / ``<- import_error``; ``-> scenario`` / ``<- scenario_ok``,
+  ``-> episode`` (id, scenario, token), ``-> kill``, ``-> ping`` / ``<- pong``, ``-> shutdown``; ``<- exited`` when an
+  episode process has ended. ``import_error`` and ``exited`` announce the sizes of the stdout and stderr captures,
+  which follow as raw bytes.
+* episode connection (one fresh process per episode): ``<- hello`` (episode id and token); ``-> start`` (the
+  policy's seed, the episode's nodes); then per step ``-> task`` and ``<- action`` (or ``<- bad_action`` /
+  ``<- error`` when the policy returned something else or raised); ``-> end``, ``<- timing``. Every task carries its
+  step number and a fresh random ``nonce``; every reply echoes both, so a reply is for this task and was written
+  after the task arrived.
 """
 
 from __future__ import annotations

@@ -5,9 +5,10 @@
     with open_sandbox(bundle_dir, backend="docker", limits=SandboxLimits()) as session:
         outcome = session.run_episode(EpisodeJob("lab", scenario, episode, policy_seed(...)))
 
-One sandbox (container or process) serves all episodes of a session; the policy is imported once and each episode
-runs in a process forked from that state. Per decision the worker sends the current task and reads one reply; the
-reply is parsed strictly and the action checked against the authoritative ``ClusterEnv`` with ``check_action``.
+One sandbox (container or process) serves all episodes of a session; each episode runs in a process of its own that
+imports the policy afresh (``layersched.worker.harness``), so no episode can hand anything to another. Per decision
+the worker sends the current task and reads one reply; the reply is parsed strictly and the action checked against
+the authoritative ``ClusterEnv`` with ``check_action``.
 There is no fallback action: the first bad reply ends the episode with a status and a message naming the step and
 the offending value. Scores come only from this side's simulator. The sandbox never sees a task before it has
 committed to the previous action; the next task is sent right after that check, so the sandbox's decision and the
@@ -19,7 +20,11 @@ evaluation, never used, into whose mounted bundle directory the bundle is copied
 If the sandbox itself breaks (the harness dies or stops answering), the session replaces it before the next
 episode (``restarts`` counts how often; a replacement is always a freshly started sandbox). ``close()`` always
 removes it (a pooled container in the pool's background thread); the docker backend also sweeps containers left by
-dead workers, and run directories of dead workers are removed by the next session.
+dead workers, and run directories of dead workers are removed by the next session (``run_dirs``: by lock, not PID).
+
+What the sandbox writes (tracebacks, bad values, output) is untrusted text: it is cut here (``MAX_TRACEBACK_CHARS``,
+``MAX_MESSAGE_CHARS``, ``wire.MAX_VALUE_CHARS``) and, for a hidden episode, never shown to the participant
+(``layersched.server.visibility``): an outcome carries the ``step`` at fault for that.
 
 Statuses: ``ok``, ``invalid_action``, ``protocol_error``, ``timeout``, ``memory_exceeded``, ``crash``,
 ``import_error`` (participant's fault) and ``infrastructure_error`` (the service's fault: never counted against a

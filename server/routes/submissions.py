@@ -43,7 +43,7 @@ def create_submission(
     # Checked again under the participant's row lock (held until create_submission commits): the first check refuses
     # before the bundle is inspected, this one makes a burst of concurrent uploads count exactly. Neither runs before
     # the body is read: FastAPI parses the form first; the token and the size are checked before that by
-    # app.UploadSizeLimit.
+    # body_limits.RequestBodyLimits.
     storage.lock_submitter(session=session, user=user)
     storage.check_can_submit(
         session=session, user=user, daily_quota=settings.daily_quota, max_in_flight=settings.max_in_flight

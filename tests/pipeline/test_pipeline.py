@@ -151,7 +151,7 @@ def test_audit_reproduces_the_evaluation_and_reports_tampering(
         )
     assert _run(settings, sessions, audit.id).message == "match"
     verdict = evaluation(sessions, audit.id).audit
-    assert verdict == {"verdict": "match", "mismatches": [], "episodes": 6}
+    assert verdict == {"verdict": "match", "mismatches": [], "public_mismatches": [], "episodes": 6}
 
     with sessions() as session:  # someone edits a stored result: the next audit must say where and what
         row = (
@@ -165,8 +165,11 @@ def test_audit_reproduces_the_evaluation_and_reports_tampering(
             session=session, submission_id=sub.submission_id, sample=None, actor=organiser(session)
         )
     assert _run(settings, sessions, sampled.id).message == "mismatch"
-    mismatches = evaluation(sessions, sampled.id).audit["mismatches"]  # type: ignore[index]
+    verdict = evaluation(sessions, sampled.id).audit
+    assert verdict is not None
+    mismatches = verdict["mismatches"]
     assert len(mismatches) == 1 and mismatches[0].startswith("lab-300/seed0: mean_completion 1.0 -> ")
+    assert verdict["public_mismatches"] == mismatches  # an unkeyed episode: its owner may read the metrics
 
 
 def test_audit_of_a_sample_runs_only_that_many_episodes(

@@ -563,10 +563,12 @@ def test_docker_engine_restart_during_an_evaluation(
             )
             assert used == 1  # counted once (the reference is uploaded after this was read)
         else:
-            # The engine's failure is the service's: a reason that names it, and the submission is given back.
+            # The engine's failure is the service's: the participant reads that, the organisers the reason that
+            # names it, and the submission is given back.
             assert done["state"] == "failed"
             assert done["error"]["category"] == "infrastructure", done["error"]
-            assert "Docker engine" in done["error"]["message"], done["error"]
+            assert "does not count against your quota" in done["error"]["message"], done["error"]
+            assert "Docker engine" in detail["error"]["message"], detail["error"]
             assert detail["infrastructure_failure"] is True
             assert used == 0  # given back
         stack.stop("worker", signal.SIGTERM)

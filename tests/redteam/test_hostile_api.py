@@ -28,7 +28,8 @@ from sqlalchemy.orm import Session
 from starlette.testclient import TestClient
 
 from layersched.server import storage
-from layersched.server.app import UploadSizeLimit, create_app
+from layersched.server.app import create_app
+from layersched.server.body_limits import MAX_REQUEST_BODY, RequestBodyLimits
 from layersched.server.config import Settings
 from layersched.server.models import AuditLogEntry, Submission
 from tests.redteam.conftest import snapshot
@@ -264,6 +265,27 @@ def test_file_sent_as_text_field_422(client: TestClient, alice: Account, unchang
     assert (status, code) == (422, "invalid_request") and message.startswith("file: ")
 
 
+@pytest.mark.parametrize("chunked", [False, True], ids=["declared", "chunked"])
+def test_every_other_body_is_capped_before_it_is_read(client: TestClient, chunked: bool, unchanged: None) -> None:
+    """A JSON route reads its body into memory before it checks the token: without a cap, anyone could have the API
+    hold a body of any size. Every body but an upload is capped at 1 MiB, refused before a route sees it."""
+    piece = b"x" * 65536
+
+    def chunks() -> Iterator[bytes]:
+        yield b'{"reason": "'
+        for _ in range(32):  # 2 MiB
+            yield piece
+        yield b'"}'
+
+    body: Any = chunks() if chunked else b"".join(chunks())
+    response = client.post(
+        "/api/v1/admin/submissions/1/disqualify", content=body, headers={"content-type": "application/json"}
+    )
+    status, code, message = error(response)
+    assert (status, code) == (413, "request_too_large")
+    assert message.endswith(f"bytes; bodies may be at most {MAX_REQUEST_BODY}")
+
+
 def test_chunked_upload_over_limit_413(client: TestClient, alice: Account, unchanged: None) -> None:
     """No Content-Length (chunked): the middleware counts the body and stops at the limit and the multipart slack
     (tests/redteam/test_upload_server.py does this against uvicorn, watching the temporary folder)."""
@@ -287,7 +309,7 @@ def test_chunked_upload_over_limit_413(client: TestClient, alice: Account, uncha
     assert error(response) == (
         413,
         "bundle_too_large",
-        f"the upload is more than {50_000 + UploadSizeLimit.SLACK} bytes; bundles may be at most 50000",
+        f"the upload is more than {50_000 + RequestBodyLimits.SLACK} bytes; bundles may be at most 50000",
     )
 
 
@@ -440,6 +462,7 @@ def test_quota_burst_is_atomic(client: TestClient, alice: Account, db: Session, 
     Before the row lock in the route (storage.lock_submitter) 3 to 5 got through."""
     barrier = threading.Barrier(20)
     statuses: list[int] = []
+    log_before = db.scalar(select(func.count(AuditLogEntry.id)))
 
     def one(i: int) -> None:
         barrier.wait()
@@ -453,7 +476,9 @@ def test_quota_burst_is_atomic(client: TestClient, alice: Account, db: Session, 
     assert sorted(statuses) == [201, 201] + [429] * 18
     assert db.scalar(select(func.count(Submission.id))) == 2
     assert len(enqueued.calls) == 2
-    assert db.scalar(select(func.count(AuditLogEntry.id))) == 2  # one "submit" entry per accepted upload
+    # Uploads are a participant's, not an organiser's actions: the audit log is unchanged. (This line once counted
+    # the two entries that creating the user and its token had written, and could not fail.)
+    assert db.scalar(select(func.count(AuditLogEntry.id))) == log_before
 
 
 # ------------------------------------------------------------------------------- the leaderboard cache (load fix)

@@ -42,6 +42,8 @@ sysv_segment        ok                     counts episodes in a System V shared 
 verdict_forger      ok                     replaces the harness's isolation checks, counts in mmap and /tmp
 heap_scanner        ok                     searches its own memory for what earlier episodes printed
 pool_impostor       timeout                thread posing as the replacement sandbox's harness (warm pool)
+ghost_hello         ok                     a second connection greeting in advance as the next episode's process
+harness_probe       ok                     tries its harness's memory, descriptors, environment and ptrace
 harness_stop        timeout                SIGSTOPs its own harness (the sandbox is replaced)
 pickle_weights      ok                     unpickling its weights creates a file (inside only)
 snooper             crash                  hunts canaries: host files, environments, bundles, evalset
@@ -396,6 +398,11 @@ def test_the_harness_cannot_be_read_or_written_by_an_episode() -> None:
         "ptrace": "refused: 1",
         "own_environ_nonce": False,
     }, report
+
+
+def test_a_connection_left_waiting_cannot_pose_as_the_next_episodes_process() -> None:
+    runs = run_sandbox(POLICIES / "ghost_hello", episodes=(EpisodeSpec("e0", seed=1), EpisodeSpec("e1", seed=2)))
+    assert [(r.outcome.status, r.restarts) for r in runs] == [("ok", 0), ("ok", 0)], [r.outcome.message for r in runs]
 
 
 def test_a_pooled_sandbox_left_behind_cannot_pose_as_its_replacement() -> None:

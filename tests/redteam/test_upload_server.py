@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from layersched.server.app import UploadSizeLimit
+from layersched.server.body_limits import RequestBodyLimits
 from layersched.server.config import Settings
 from tests.pipeline.stack import free_port, wait_for
 from tests.server.conftest import BROKER, POLICY, Account
@@ -175,9 +175,9 @@ def test_chunked_upload_stops_at_the_limit(server: Server, alice: Account, uncha
     """Before the fix all 100 MB were read and spooled to disk, then the route refused it (413)."""
     with SpoolWatch(server) as watch:
         status, body, sent = chunked_upload(server, alice.headers, 100_000_000)
-    assert watch.largest <= LIMIT + UploadSizeLimit.SLACK, f"{watch.largest} bytes spooled, {sent} sent"
+    assert watch.largest <= LIMIT + RequestBodyLimits.SLACK, f"{watch.largest} bytes spooled, {sent} sent"
     assert sent < 20_000_000  # the server stopped reading: the socket buffers hold the rest
-    limit = LIMIT + UploadSizeLimit.SLACK
+    limit = LIMIT + RequestBodyLimits.SLACK
     assert (status, body) == (
         413,
         {

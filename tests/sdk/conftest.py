@@ -112,6 +112,8 @@ class Worker:
                         state="failed",
                         error_category="invalid_action",
                         error_message="step 3: policy returned node 11, outside 0..9",
+                        # The episode is not hidden: the participant reads the message as the organisers do.
+                        public_error_message="step 3: policy returned node 11, outside 0..9",
                         infrastructure_failure=False,
                     )
                 else:

@@ -249,6 +249,7 @@ def run_evaluation(
             state="failed",
             error_category=fail[0],
             error_message=fail[1],
+            public_error_message=fail[1],  # as the worker writes it for a failing episode that is not hidden
             infrastructure_failure=infrastructure,
         )
     else:

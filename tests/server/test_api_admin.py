@@ -167,11 +167,21 @@ def test_audit_verdict_shown(client: Any, alice: Account, organiser: Account, db
         session=db,
         evaluation_id=audit["id"],
         state="succeeded",
-        audit={"verdict": "mismatch", "mismatches": ["lab-5/e0: trace hash differs"]},
+        audit={
+            "verdict": "mismatch",
+            "mismatches": ["lab-5/e0: trace hash differs", "hub-20/e1: mean_completion 11.0 -> 12.0"],
+            "public_mismatches": ["lab-5/e0: trace hash differs", "hub-20/e1: differs (hidden episode)"],
+        },
     )
     shown = client.get(f"/api/v1/submissions/{body['id']}", headers=alice.headers).json()
     assert shown["state"] == "succeeded"  # an audit does not change the submission's own state
-    assert shown["evaluations"][-1]["audit"] == {"verdict": "mismatch", "mismatches": ["lab-5/e0: trace hash differs"]}
+    # The owner reads the participant's lines: of a hidden episode, that it differs, not its metrics.
+    assert shown["evaluations"][-1]["audit"] == {
+        "verdict": "mismatch",
+        "mismatches": ["lab-5/e0: trace hash differs", "hub-20/e1: differs (hidden episode)"],
+    }
+    organisers = client.get(f"/api/v1/admin/evaluations/{audit['id']}", headers=organiser.headers).json()
+    assert organisers["audit"]["mismatches"][1] == "hub-20/e1: mean_completion 11.0 -> 12.0"
 
 
 def test_disqualify_422(client: Any, alice: Account, organiser: Account) -> None:

@@ -183,7 +183,7 @@ def test_a_backend_created_while_the_engine_is_down_fails_to_start_as_the_engine
         client = docker.DockerClient(base_url=f"unix://{tmp_path / 'gone.sock'}", version="1.41", timeout=1)
         backend = DockerBackend(SandboxLimits(), client=client)
         with pytest.raises(RuntimeError, match="Docker engine unavailable"):
-            backend.start(tmp_path, tmp_path)
+            backend.start(tmp_path, tmp_path, nonce="n")
         del backend, client
 
 

@@ -59,16 +59,44 @@ def test_encode_is_a_length_prefixed_json_object():
         (b"{not json", "frame is not valid JSON"),
         (b'{"type": "action", "action": NaN}', "non-finite number NaN is not allowed"),
         (b'{"type": "action", "action": Infinity}', "non-finite number Infinity is not allowed"),
+        (b'{"type": "x", "v": 1e400}', "number 1e400 does not fit in a finite float"),
+        (b'{"type": "x", "v": -1e400}', "number -1e400 does not fit in a finite float"),
         (b'{"type": "action", "step": 1, "step": 2}', "duplicate key 'step'"),
         (b"[1, 2]", "frame must be a JSON object, got list"),
         (b'{"step": 1}', "frame has no string 'type'"),
         (b'{"type": 7}', "frame has no string 'type'"),
     ],
-    ids=["utf8", "json", "nan", "infinity", "duplicate", "list", "no-type", "type-int"],
+    ids=[
+        "utf8",
+        "json",
+        "nan",
+        "infinity",
+        "overflow",
+        "negative-overflow",
+        "duplicate",
+        "list",
+        "no-type",
+        "type-int",
+    ],
 )
 def test_decode_is_strict(payload, message):
     with pytest.raises(protocol.ProtocolError, match=message):
         protocol.decode(payload)
+
+
+def test_texts_of_the_sender_are_cut_in_errors():
+    """Field names and types a sandbox sends end up in messages: a few of them, each short."""
+    many = {"type": "hello", **{f"k{i}" + "x" * 1000: 1 for i in range(50)}}
+    with pytest.raises(protocol.ProtocolError) as raised:
+        protocol.expect(many, "hello", {"episode_id": str})
+    assert len(str(raised.value)) < 500 and "and 45 more" in str(raised.value)
+    with pytest.raises(protocol.ProtocolError) as raised:
+        protocol.expect({"type": "T" * 100_000}, "hello", {})
+    assert len(str(raised.value)) < 200
+    key = "K" * 100_000
+    with pytest.raises(protocol.ProtocolError) as raised:
+        protocol.decode(b'{"type": "x", "%s": 1, "%s": 2}' % (key.encode(), key.encode()))
+    assert len(str(raised.value)) < 400
 
 
 def test_deep_nesting_is_a_protocol_error():

@@ -25,6 +25,7 @@ from layersched.worker.limits import MiB, SandboxLimits
 from layersched.worker.run_dirs import RUN_DIR_PREFIX
 from layersched.worker.runner import BundleError, SandboxSession, open_sandbox
 from layersched.worker.sandbox_pool import SandboxPool
+from layersched.worker.wire import NONCE_ENV
 
 from .sandbox_contract import EPISODES, LAB, POLICIES, SandboxContract, make_job
 
@@ -149,7 +150,9 @@ def test_pooled_container_is_locked_down_like_a_fresh_one(client):
         attrs = client.api.inspect_container(container_id(session))
         host = {k: v for k, v in attrs["HostConfig"].items() if k not in ("Mounts", "Binds")}
         mounts = sorted((m["Destination"], m["RW"], m["Type"], Path(m["Source"]).name) for m in attrs["Mounts"])
-        return {"host": host, "env": sorted(attrs["Config"]["Env"]), "user": attrs["Config"]["User"], "mounts": mounts}
+        # The start nonce is each container's own; everything else must be the same.
+        env = sorted(e if not e.startswith(f"{NONCE_ENV}=") else NONCE_ENV for e in attrs["Config"]["Env"])
+        return {"host": host, "env": env, "user": attrs["Config"]["User"], "mounts": mounts}
 
     with open_sandbox(POLICIES / "greedy", backend="docker", limits=limits) as fresh:
         expected = config(fresh)
@@ -175,7 +178,7 @@ def test_probes_from_inside_a_pooled_container_are_blocked():
         "write channel dir: blocked (OSError: [Errno 30] Read-only file system: '/run/layersched/owned.txt')",
         "write tmp: allowed ('/tmp/scratch.txt')",
         "setuid root: blocked (PermissionError: [Errno 1] Operation not permitted)",
-        "list channel dir: allowed (['chan.sock'])",
+        "list channel dir: blocked (PermissionError: [Errno 13] Permission denied: '/run/layersched')",
     ]
 
 
