@@ -41,7 +41,6 @@ cross_episode_pipe  ok                     pipe opened at import: reads what ear
 sysv_segment        ok                     counts episodes in a System V shared memory segment
 verdict_forger      ok                     replaces the harness's isolation checks, counts in mmap and /tmp
 heap_scanner        ok                     searches its own memory for what earlier episodes printed
-pool_impostor       timeout                thread posing as the replacement sandbox's harness (warm pool)
 ghost_hello         ok                     a second connection greeting in advance as the next episode's process
 harness_probe       ok                     tries its harness's memory, descriptors, environment and ptrace
 harness_stop        timeout                SIGSTOPs its own harness (the sandbox is replaced)
@@ -405,24 +404,27 @@ def test_a_connection_left_waiting_cannot_pose_as_the_next_episodes_process() ->
     assert [(r.outcome.status, r.restarts) for r in runs] == [("ok", 0), ("ok", 0)], [r.outcome.message for r in runs]
 
 
-def test_a_pooled_sandbox_left_behind_cannot_pose_as_its_replacement() -> None:
-    """Warm pool: the first sandbox, frozen by the policy, is replaced and removed in the background while a thread
-    the policy left in it keeps connecting to its channel, posing as the new harness. The replacement listens in
-    a new channel directory and wants its own start nonce: the real harness is the one accepted."""
+def test_a_replacement_sandbox_listens_where_the_replaced_one_cannot_reach() -> None:
+    """Warm pool: the first sandbox, frozen by the policy, is replaced and removed in the background, with the policy's
+    processes still running in it. Reviewed main bound the replacement's socket again at the same path, in the
+    directory the old container still had mounted, and a thread left there connected first (22 of 22 restarts).
+    Every start now listens in a channel directory of its own (the old one is removed) and wants the start's nonce
+    (tests/worker/test_runner_handshake.py)."""
     pool = SandboxPool(size=1, limits=LIMITS)
     try:
         assert pool.wait_ready(60)
-        episodes = (EpisodeSpec("a", seed=1), EpisodeSpec("b", seed=2))
-        with open_sandbox(POLICIES / "pool_impostor", limits=LIMITS, pool=pool) as session:
+        with open_sandbox(POLICIES / "harness_stop", limits=LIMITS, pool=pool) as session:
             assert session.pooled
-            outcomes = []
-            for episode in episodes:
-                outcomes.append(session.run_episode(make_job(session, LAB, episode)))
-                assert session._sim_fingerprint == worker_sim_fingerprint()
+            first = session._channel_dir  # the pooled container's
+            assert first is not None
+            assert session.run_episode(make_job(session, LAB, EpisodeSpec("a", seed=1))).status == "timeout"
+            assert not first.exists()  # removed with the replaced sandbox: nothing listens there any more
+            assert session.run_episode(make_job(session, LAB, EpisodeSpec("b", seed=2))).status == "timeout"
             assert session.restarts == 1
-        assert [(o.status, o.message) for o in outcomes] == [
-            ("timeout", "step 1: no action within the per-decision deadline of 1 s")
-        ] * 2
+            # The replacement listened in a directory of its own, which the first container never had mounted.
+            assert sorted(p.name for p in session._run_dir.glob("chan-*")) == []
+            assert session._run._channels == 2
+            assert session._sim_fingerprint == worker_sim_fingerprint()
     finally:
         pool.close()
 
