@@ -145,6 +145,9 @@ class Evaluation(Base):
     evalset_commitment: Mapped[str] = mapped_column(String(64))
     state: Mapped[str] = mapped_column(String(16), default="queued", index=True)
     progress_done: Mapped[int] = mapped_column(Integer, default=0)
+    # Episodes recorded whose workload is not hidden: while it runs, the participant's progress counts these only,
+    # so that how long each hidden episode took (which the policy controls) does not show.
+    public_progress_done: Mapped[int] = mapped_column(Integer, default=0)
     progress_total: Mapped[int] = mapped_column(Integer, default=0)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     worker_id: Mapped[str | None] = mapped_column(String(200))

@@ -52,6 +52,15 @@ def _audit(evaluation: Evaluation, reader: Audience) -> AuditVerdict | None:
     return AuditVerdict(verdict=verdict["verdict"], mismatches=lines)
 
 
+def _progress(evaluation: Evaluation, reader: Audience) -> Progress:
+    """Organisers see every recorded episode; a participant, while the evaluation runs, only those whose workload is
+    not hidden (how long each hidden episode took is the policy's to choose: it could spell out what it saw)."""
+    done = evaluation.progress_done
+    if reader != "organiser" and evaluation.state in ("queued", "running"):
+        done = evaluation.public_progress_done
+    return Progress(done=done, total=evaluation.progress_total)
+
+
 def evaluation_public(evaluation: Evaluation, reader: Audience = "organiser") -> EvaluationPublic:
     return EvaluationPublic(**_evaluation_fields(evaluation, reader))
 
@@ -71,7 +80,7 @@ def _evaluation_fields(evaluation: Evaluation, reader: Audience = "organiser") -
         "started_at": evaluation.started_at,
         "finished_at": evaluation.finished_at,
         "attempts": evaluation.attempts,
-        "progress": Progress(done=evaluation.progress_done, total=evaluation.progress_total),
+        "progress": _progress(evaluation, reader),
         "error": _error(evaluation, reader),
         "audit_of": evaluation.audit_of_id,
         "audit": _audit(evaluation, reader),
@@ -113,7 +122,7 @@ def submission_public(
         bundle_sha256=submission.bundle_sha256,
         state=cast(State, primary.state) if primary else "queued",  # CHECK constraint guarantees the value
         disqualified=submission.disqualified_reason,
-        progress=Progress(done=primary.progress_done if primary else 0, total=primary.progress_total if primary else 0),
+        progress=_progress(primary, reader) if primary else Progress(done=0, total=0),
         error=_error(primary, reader),
         score=score,
         rank=view.rank(submission.id) if view is not None else None,

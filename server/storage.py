@@ -616,6 +616,7 @@ def start_evaluation(
     evaluation.started_at = evaluation.started_at or now
     evaluation.progress_total = total
     evaluation.progress_done = _count_episodes(session, evaluation_id)
+    evaluation.public_progress_done = _count_episodes(session, evaluation_id, hidden=False)
     evaluation.sim_version, evaluation.image_digest, evaluation.sandbox = sim_version, image_digest, sandbox
     session.commit()
     return evaluation
@@ -640,8 +641,11 @@ def heartbeat(*, session: Session, evaluation_id: int, worker_id: str, now: dt.d
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
-def _count_episodes(session: Session, evaluation_id: int) -> int:
-    return session.scalar(select(func.count(EpisodeResult.id)).where(EpisodeResult.evaluation_id == evaluation_id)) or 0
+def _count_episodes(session: Session, evaluation_id: int, *, hidden: bool | None = None) -> int:
+    where = [EpisodeResult.evaluation_id == evaluation_id]
+    if hidden is not None:
+        where.append(EpisodeResult.hidden.is_(hidden))
+    return session.scalar(select(func.count(EpisodeResult.id)).where(*where)) or 0
 
 
 def recorded_episodes(*, session: Session, evaluation_id: int) -> set[tuple[str, str]]:
@@ -712,6 +716,7 @@ def record_episode_result(
         raise NotFound(f"evaluation {evaluation_id} does not exist")
     session.execute(statement)
     evaluation.progress_done = _count_episodes(session, evaluation_id)
+    evaluation.public_progress_done = _count_episodes(session, evaluation_id, hidden=False)
     session.commit()
     row = session.scalar(
         select(EpisodeResult).where(
@@ -768,6 +773,7 @@ def finish_evaluation(
     evaluation.public_error_message = public_error_message
     evaluation.infrastructure_failure = infrastructure_failure
     evaluation.progress_done = _count_episodes(session, evaluation_id)
+    evaluation.public_progress_done = _count_episodes(session, evaluation_id, hidden=False)
     if state == "failed" and infrastructure_failure and evaluation.kind == "initial":
         evaluation.submission.counts_against_quota = False
     session.commit()

@@ -30,6 +30,7 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import LogConfig, Mount
 
 from layersched.worker.backend import BackendUnavailable
+from layersched.worker.cache_guard import WARM_IMAGE_SCRIPT
 from layersched.worker.limits import SandboxLimits
 from layersched.worker.run_dirs import SOCKET_NAME
 from layersched.worker.wire import NONCE_ENV
@@ -49,6 +50,7 @@ ORPHAN_MAX_AGE_SECONDS = 6 * 3600
 
 _swept = False
 _sweep_lock = threading.Lock()
+_warmed: set[str] = set()  # image ids this process has read into the page cache (cache_guard)
 
 
 def _process_start_ticks(pid: int) -> str | None:
@@ -95,6 +97,25 @@ def sweep_orphans(client: docker.DockerClient | None = None) -> int:
     return len(removed)
 
 
+def warm_image(client: docker.DockerClient, image: str) -> None:
+    """Read every file of ``image`` into the page cache, in a throwaway container (``cache_guard`` says why): no
+    network, read-only, no capabilities, the sandbox's user; no memory limit, so that it keeps every page it reads."""
+    started = time.monotonic()
+    client.containers.run(
+        image,
+        command=["python3", "-c", WARM_IMAGE_SCRIPT],
+        user=f"{SANDBOX_UID}:{SANDBOX_UID}",
+        network_mode="none",
+        read_only=True,
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+        log_config=LogConfig(type="none"),
+        labels={LABEL: "1", WORKER_LABEL: worker_identity()},
+        remove=True,
+    )
+    log.info("read image %s into the page cache in %.1f s", image, time.monotonic() - started)
+
+
 def _parse_created(text: str) -> float:
     # Docker reports RFC 3339 with nanoseconds: 2026-11-29T10:00:00.123456789Z
     from datetime import datetime, timezone
@@ -128,6 +149,9 @@ class DockerBackend:
                 if not _swept:
                     sweep_orphans(self.client)
                     _swept = True
+                if self.image_digest not in _warmed:
+                    warm_image(self.client, self.image)
+                    _warmed.add(self.image_digest)
         except ImageNotFound:
             self._error = RuntimeError(
                 f"sandbox image {self.image!r} not found; build it with worker/sandbox/build_image.sh"
@@ -155,11 +179,14 @@ class DockerBackend:
                 str(lim.output_bytes),
                 "--poll-us",
                 str(round(lim.poll_seconds * 1e6)),
-                "--container",  # its own PID namespace (docker-init is PID 1) and tmpfs scratch space
+                "--container",  # its own PID namespace (the harness is PID 1) and tmpfs scratch space
                 *(["--await-load"] if await_load else []),
             ],
             detach=True,
-            init=True,  # docker-init as PID 1 reaps whatever the policy leaves behind
+            # No docker-init: the harness is PID 1 itself, which no process of its namespace can kill or stop (the
+            # kernel drops their signals to it), so a policy cannot end its own sandbox to have an episode replayed.
+            # The harness reaps what the policy leaves behind.
+            init=False,
             user=f"{SANDBOX_UID}:{SANDBOX_UID}",
             working_dir="/tmp",
             network_mode="none",

@@ -13,8 +13,8 @@ itself when the bundle uses it), as ``python3 -m layersched.worker.harness --soc
   harness captures its stdout/stderr (bounded, the rest counted), kills it on request (timeouts are the trusted
   side's decision) and reports how it ended (``exited``, the output following as raw bytes).
 * After every episode, in a container (``--container``: a PID namespace and tmpfs scratch space of its own), it
-  kills every process but init and itself, waits until they are gone and empties ``/tmp`` and ``/dev/shm``; only
-  then does it fork the next episode's process, which imports the policy afresh.
+  kills every other process of the container (it is their PID 1), waits until they are gone and empties ``/tmp``
+  and ``/dev/shm``; only then does it fork the next episode's process, which imports the policy afresh.
 
 So no episode can hand anything to another: every episode runs in a new import, every process of the last one is
 gone, the scratch space is empty, System V IPC and POSIX message queues are switched off in the container
@@ -48,6 +48,7 @@ import numpy as np
 
 from layersched.sim.env import ClusterEnv
 from layersched.worker import protocol
+from layersched.worker.cache_guard import forbid_cache_control
 from layersched.worker.capture import Capture
 from layersched.worker.episode_process import (
     EXIT_HARNESS,
@@ -156,7 +157,8 @@ def oom_kills() -> int | None:
 
 
 def _others_alive() -> bool:
-    """Whether any process of this PID namespace but init and this one still runs (zombies are dead)."""
+    """Whether any process of this PID namespace but this one (and PID 1, if that is not this one) still runs;
+    zombies are dead."""
     me = os.getpid()
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) in (1, me):
@@ -485,6 +487,7 @@ class Harness:
             code = EXIT_HARNESS
             try:
                 die_with_parent(parent)
+                signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any Python process
                 os.setpgid(0, 0)
                 self.ctl.close()
                 os.dup2(out_w, 1)
@@ -511,7 +514,7 @@ class Harness:
         return _Spare(pid, os.pidfd_open(pid), go_w, outputs, frozenset(envs))
 
     def _end(self, spare: _Spare) -> int:
-        """Kill what is left of an episode (in a container: every process but init and this one) and close its
+        """Kill what is left of an episode (in a container: every process but this one, PID 1) and close its
         pipes; the episode process's wait status if it was still to be reaped, else 0."""
         status = 0
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -520,8 +523,8 @@ class Harness:
             status = spare.reap()
         if self.container:
             # Processes that left the episode's group (setsid) survive the group kill and would live on into the
-            # next episodes. In a PID namespace of its own every process but init and this one is the policy's:
-            # kill(-1) reaches exactly those.
+            # next episodes. In a PID namespace of its own every other process is the policy's: kill(-1) reaches
+            # exactly those. As their PID 1 this process also inherits (and here reaps) every orphan.
             deadline = time.monotonic() + REAP_SECONDS
             while True:
                 with contextlib.suppress(ProcessLookupError):
@@ -591,6 +594,12 @@ def _wait_status(status: int) -> dict[str, int | None]:
 
 def main(argv: list[str] | None = None) -> int:
     make_undumpable()
+    # Before anything is forked: every episode process inherits the filter, and cannot undo it.
+    forbid_cache_control()
+    # As the first process of a PID namespace (container, or unshare --pid), the kernel drops every signal the
+    # namespace's other processes send it that it does not handle: ignoring SIGINT (Python handles it) leaves the
+    # policy no signal at all that could end or stop the harness.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     nonce = os.environ.pop(NONCE_ENV, "")
     parser = argparse.ArgumentParser(prog="layersched.worker.harness", description=__doc__.splitlines()[0])
     parser.add_argument("--socket", required=True, help="Unix socket of the trusted worker")

@@ -80,6 +80,8 @@ Status = Literal[
 ]
 # How long an episode process that was told to end gets to exit (and flush its output) before it is killed.
 END_GRACE_SECONDS = 1.0
+# How long a sandbox whose channel was lost gets to show as stopped (a kill from outside is not seen at once).
+GONE_SECONDS = 2.0
 # Every text the sandbox writes is untrusted and cut here before it reaches a message: tracebacks to their last
 # this many characters (where the error is), and a whole message to MAX_MESSAGE_CHARS whatever it holds.
 MAX_TRACEBACK_CHARS = 4000
@@ -308,7 +310,10 @@ class SandboxSession:
         if warm is not None:
             self._listener, self._ctl = warm.listener, warm.ctl
         try:
-            self.bundle_dir, self.bundle_sha256 = stage_bundle(bundle_dir, self._run_dir, limits)
+            # The checked copy; every start gets a fresh copy of it (``_fresh_bundle``), so that no sandbox reads
+            # files a replaced one has read (page cache and all).
+            self._staged, self.bundle_sha256 = stage_bundle(bundle_dir, self._run_dir, limits)
+            self.bundle_dir = self._staged
         except BaseException:
             if warm is not None:
                 self._teardown()  # the claimed container goes too: it is never handed to another evaluation
@@ -352,6 +357,8 @@ class SandboxSession:
         t0 = time.monotonic()
         deadline = min(t0 + self.limits.startup_seconds, self._submission_deadline)
         try:
+            if self.restarts:
+                self.bundle_dir = self._fresh_bundle()
             self._backend.start(self._channel_dir, self.bundle_dir, nonce=self._nonce)
         except Exception as exc:  # docker API errors, missing image, exec failures: the service's fault
             log.exception("sandbox backend %s failed to start", self._backend.name)
@@ -369,6 +376,17 @@ class SandboxSession:
             return
         self.container_start_seconds = time.monotonic() - t0
         self._handshake(deadline)
+
+    def _fresh_bundle(self) -> Path:
+        """A new copy of the staged bundle (new files, not links: a link would share the page cache) for a sandbox
+        that replaces another; the replaced one's copy is removed."""
+        fresh = self._run_dir / f"bundle-{self.restarts}"
+        shutil.copytree(self._staged, fresh, copy_function=shutil.copyfile)
+        if self.bundle_dir != self._staged:
+            shutil.rmtree(self.bundle_dir, ignore_errors=True)
+        for path in [fresh, *fresh.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        return fresh
 
     def _start_warm(self, warm: WarmSandbox) -> None:
         """Hand a pooled container this session's bundle (already in its run directory) and wait for ``ready``."""
@@ -543,16 +561,20 @@ class SandboxSession:
         if s.status is not None:
             return run.finish(s.status, s.message, (s.stdout, s.stderr, s.stdout_dropped, s.stderr_dropped))
         outcome = run.play()
-        if outcome.status == "crash" and run.sandbox_end is not None:
+        if outcome.status == "crash" and run.sandbox_gone:
             return self._replay(job, outcome)
         return outcome
 
     def _replay(self, job: EpisodeJob, first: EpisodeOutcome) -> EpisodeOutcome:
-        """The whole sandbox died under an episode, and not by the memory limit: play it again in a new one.
+        """The whole sandbox is gone from under an episode, and not by the memory limit: play it again in a new one.
 
-        The engine restarting or the host killing containers is the service's fault, not the participant's. Every
-        seed is fixed, so a policy that kills its own sandbox does it again, and only that second death is its
-        crash; if no new sandbox can be started the outcome is ``infrastructure_error`` (retried, no quota used).
+        The engine restarting or the host killing containers is the service's fault, not the participant's. The
+        policy cannot cause it: the harness is the first process of its PID namespace, which the policy's processes
+        cannot kill or stop, and a sandbox that still runs but stopped answering is never replayed (that is the
+        policy's ``crash``). A replay gives a policy a second look at an episode it has partly seen, so it must not be
+        one it could ask for; and the replacement gets a fresh copy of the bundle (``_start``), so nothing the first
+        play left in the bundle's files (their page cache) reaches it. If no new sandbox can be started the outcome is
+        ``infrastructure_error`` (retried, no quota used).
         """
         log.warning("sandbox died under episode %s (%s); replaying it in a new sandbox", job.episode.id, first.message)
         if self._ctl is not None:
@@ -629,16 +651,26 @@ class SandboxSession:
 
     def _sandbox_died(self) -> tuple[Status, str]:
         """Classify the end of the whole sandbox (control connection lost)."""
+        status, why, _ = self._sandbox_end()
+        return status, why
+
+    def _sandbox_end(self) -> tuple[Status, str, bool]:
+        """(status, why, gone): how the sandbox ended, and whether it is gone (not running any more)."""
         kills = self._backend.oom_kills()
         if kills:  # read on the host (the cgroup), so it holds even while the engine is away
-            return "memory_exceeded", f"out of memory ({self._backend.describe_exit()})"
+            return "memory_exceeded", f"out of memory ({self._backend.describe_exit()})", False
         try:
             alive = self._backend.alive()
         except BackendUnavailable as exc:
             # The engine is down or restarting (it stops its containers when it comes back): the service's fault.
-            return "infrastructure_error", str(exc)
+            return "infrastructure_error", str(exc), False
+        # A sandbox killed from outside takes a moment to show as stopped: give it that before calling it alive.
+        settle = time.monotonic() + GONE_SECONDS
+        while alive and time.monotonic() < settle:
+            time.sleep(0.05)
+            alive = self._backend_alive()
         why = self._backend.describe_exit()
-        return "crash", ("sandbox still running but closed its channel" if alive else why)
+        return "crash", ("sandbox still running but stopped answering" if alive else why), not alive
 
 
 class _Infrastructure(Exception):
@@ -654,6 +686,8 @@ class _Episode:
         self.actions: list[int] = []
         self.conn: socket.socket | None = None
         self.sandbox_end: tuple[Status, str] | None = None
+        # The sandbox was found gone (not running) when the episode lost it: only then may the episode be replayed.
+        self.sandbox_gone = False
         self.step: int | None = None  # the step being decided (None before the first task is sent)
         self.output: tuple[str, str, int, int] = ("", "", 0, 0)  # stdout, stderr and their drop counts
 
@@ -892,7 +926,10 @@ class _Episode:
         """The episode process ended on its own (crash, OOM kill): say how."""
         exited = self._exit_report(kill_after=END_GRACE_SECONDS)
         if exited is None:
-            died, why = self.sandbox_end or self.s._sandbox_died()
+            if self.sandbox_end is None:
+                died, why, self.sandbox_gone = self.s._sandbox_end()
+            else:
+                died, why = self.sandbox_end
             return self.finish(died, f"{message}; the sandbox ended too ({why})")
         sig, code, kills = exited["signal"], exited["exit_code"], exited["oom_kills"]
         if sig is not None:
@@ -946,7 +983,8 @@ class _Episode:
                     raise protocol.ProtocolError(f"expected an 'exited' frame, got {message['type']!r:.80}")
         except (protocol.ProtocolError, OSError) as exc:
             log.warning("sandbox did not report the end of episode %s (%s); replacing it", self.job.episode.id, exc)
-            self.sandbox_end = s._sandbox_died()
+            status, why, self.sandbox_gone = s._sandbox_end()
+            self.sandbox_end = status, why
             s._teardown()  # the next episode starts a new sandbox
             return None
 

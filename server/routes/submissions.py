@@ -91,7 +91,10 @@ def read_logs(session: SessionDep, user: CurrentUser, submission_id: RowId) -> S
     evaluation = storage.primary_evaluation(submission)
     episodes = evaluation.episodes if evaluation else []
     reader = visibility.audience(user, submission)
-    return SubmissionLogs(data=[presenters.episode_log(e, reader) for e in episodes])
+    running = evaluation is not None and evaluation.state in ("queued", "running")
+    # While it runs, a participant sees no hidden episode's row: when each appeared would tell how long it took.
+    shown = [e for e in episodes if reader == "organiser" or not (running and e.hidden)]
+    return SubmissionLogs(data=[presenters.episode_log(e, reader) for e in shown])
 
 
 @router.post("/{submission_id}/select", response_model=SubmissionPublic)

@@ -43,6 +43,7 @@ verdict_forger      ok                     replaces the harness's isolation chec
 heap_scanner        ok                     searches its own memory for what earlier episodes printed
 ghost_hello         ok                     a second connection greeting in advance as the next episode's process
 harness_probe       ok                     tries its harness's memory, descriptors, environment and ptrace
+cache_evictor       ok                     tries to drop or query cached pages of shared files (fadvise, madvise)
 harness_stop        timeout                SIGSTOPs its own harness (the sandbox is replaced)
 pickle_weights      ok                     unpickling its weights creates a file (inside only)
 snooper             crash                  hunts canaries: host files, environments, bundles, evalset
@@ -63,11 +64,14 @@ import re
 import secrets
 import shutil
 import tempfile
+import threading
+import time
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import docker
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -399,46 +403,68 @@ def test_the_harness_cannot_be_read_or_written_by_an_episode() -> None:
     }, report
 
 
+def test_an_episode_can_neither_drop_nor_query_cached_pages() -> None:
+    """What the page cache of shared files holds cannot be steered from a sandbox (worker/cache_guard.py)."""
+    (run,) = run_sandbox(POLICIES / "cache_evictor")
+    assert run.outcome.status == "ok", run.outcome.message
+    assert last_json(run.outcome.stdout) == {
+        "fadvise_bundle": "refused: EPERM",
+        "fadvise_image": "refused: EPERM",
+        "madvise_pageout": "refused: EPERM",
+        "madvise_cold": "refused: EPERM",
+        "cachestat": "refused: EPERM",
+    }
+
+
 def test_a_connection_left_waiting_cannot_pose_as_the_next_episodes_process() -> None:
     runs = run_sandbox(POLICIES / "ghost_hello", episodes=(EpisodeSpec("e0", seed=1), EpisodeSpec("e1", seed=2)))
     assert [(r.outcome.status, r.restarts) for r in runs] == [("ok", 0), ("ok", 0)], [r.outcome.message for r in runs]
 
 
 def test_a_replacement_sandbox_listens_where_the_replaced_one_cannot_reach() -> None:
-    """Warm pool: the first sandbox, frozen by the policy, is replaced and removed in the background, with the policy's
-    processes still running in it. Reviewed main bound the replacement's socket again at the same path, in the
-    directory the old container still had mounted, and a thread left there connected first (22 of 22 restarts).
-    Every start now listens in a channel directory of its own (the old one is removed) and wants the start's nonce
-    (tests/worker/test_runner_handshake.py)."""
+    """Warm pool: the first sandbox is killed from outside mid-episode (as an engine restart would), replaced, and
+    removed in the background. Reviewed main bound the replacement's socket again at the same path, in the directory
+    the old container still had mounted, and a thread left there connected first (22 of 22 restarts). Every start
+    now listens in a channel directory of its own (the old one is removed first) and wants the start's nonce
+    (tests/worker/test_runner_handshake.py); the replay also runs on a fresh copy of the bundle."""
+    client = docker.from_env()
+    long_lab = Scenario(n_tasks=200)  # about 1 s at 5 ms a decision: the kill comes mid-episode
     pool = SandboxPool(size=1, limits=LIMITS)
     try:
         assert pool.wait_ready(60)
-        with open_sandbox(POLICIES / "harness_stop", limits=LIMITS, pool=pool) as session:
+        with open_sandbox(GREEDY.parent / "slow_greedy", limits=LIMITS, pool=pool) as session:
             assert session.pooled
-            first = session._channel_dir  # the pooled container's
-            assert first is not None
-            assert session.run_episode(make_job(session, LAB, EpisodeSpec("a", seed=1))).status == "timeout"
-            assert not first.exists()  # removed with the replaced sandbox: nothing listens there any more
-            assert session.run_episode(make_job(session, LAB, EpisodeSpec("b", seed=2))).status == "timeout"
-            assert session.restarts == 1
-            # The replacement listened in a directory of its own, which the first container never had mounted.
-            assert sorted(p.name for p in session._run_dir.glob("chan-*")) == []
-            assert session._run._channels == 2
+            first_channel, first_bundle = session._channel_dir, session.bundle_dir
+            assert first_channel is not None
+
+            def kill_soon() -> None:
+                time.sleep(0.3)
+                client.containers.get(session._backend.container.id).kill()  # type: ignore[attr-defined]
+
+            killer = threading.Thread(target=kill_soon)
+            killer.start()
+            outcome = session.run_episode(make_job(session, long_lab, EpisodeSpec("a", seed=1)))
+            killer.join()
+            assert (outcome.status, session.restarts) == ("ok", 1), outcome.message  # replayed in a new sandbox
+            assert session._channel_dir is not None and session._channel_dir != first_channel
+            assert not first_channel.exists()  # nothing listens where the killed container could reach
+            assert session.bundle_dir != first_bundle and session.bundle_dir.is_dir()
             assert session._sim_fingerprint == worker_sim_fingerprint()
     finally:
         pool.close()
+        client.close()
 
 
-def test_a_frozen_harness_is_replaced() -> None:
-    """SIGSTOP to the harness: the decision times out, the kill goes unanswered for the grace period, and the next
-    episode runs in a new sandbox (the policy freezes that one too)."""
+def test_the_harness_cannot_be_frozen() -> None:
+    """SIGSTOP to the harness, the first process of the container's PID namespace: the kernel drops it, the decision
+    times out, the harness kills the episode as usual, and the next episode runs in the same sandbox. (Reviewed main
+    replaced a frozen sandbox, and replayed an episode under one that had died: a second look the policy had asked
+    for.)"""
     runs = run_sandbox(POLICIES / "harness_stop", episodes=(EpisodeSpec("a", seed=1), EpisodeSpec("b", seed=2)))
     assert [(r.outcome.status, r.outcome.message, r.restarts) for r in runs] == [
         ("timeout", "step 1: no action within the per-decision deadline of 1 s", 0),
-        ("timeout", "step 1: no action within the per-decision deadline of 1 s", 1),
+        ("timeout", "step 1: no action within the per-decision deadline of 1 s", 0),
     ]
-    limit = LIMITS.decision_seconds + LIMITS.kill_grace_seconds + 3  # + container start and slack
-    assert all(r.seconds < limit for r in runs), [r.seconds for r in runs]
 
 
 # ---------------------------------------------------------------------------------------------- the workload generator

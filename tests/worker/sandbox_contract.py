@@ -39,7 +39,7 @@ KILL_PARENT = """
     def policy(env, task, rng):
         if env.k == 1:
             os.kill(os.getppid(), signal.SIGKILL)
-            time.sleep(1)  # dies here, with its harness, instead of racing the teardown
+            time.sleep(0.5)  # had it worked, this process would die here, with its harness
         return 0
 """
 
@@ -351,15 +351,11 @@ class SandboxContract:
         assert outcomes[0].status == "memory_exceeded", outcomes[0].message
         assert outcomes[0].message.startswith("step 0: ")
 
-    def test_killing_the_harness_replaces_the_sandbox(self, tmp_path):
+    def test_the_harness_cannot_be_killed_from_inside(self, tmp_path):
+        """The harness is the first process of its PID namespace: the kernel drops the policy's SIGKILL to it, so a
+        policy cannot end its own sandbox (which reviewed main replayed, giving the policy a second look at an
+        episode it had seen). The episode goes on; the sandbox stays."""
         bundle = write_policy(tmp_path, KILL_PARENT)
         session, outcomes = self.run(bundle, episodes=EPISODES[:2])
-        for outcome in outcomes:
-            assert outcome.status == "crash"
-            assert re.fullmatch(
-                r"step 1: episode process ended without replying; the sandbox ended too \(.+\)", outcome.message
-            ), outcome.message
-        # A sandbox that dies is not blamed at once (the engine may have restarted): each episode is replayed
-        # once in a new sandbox, and the policy kills that one too. Episode 1 replays (1), episode 2 needs a new
-        # sandbox (2) and replays (3).
-        assert session.restarts == 3
+        assert [(o.status, o.message) for o in outcomes] == [("ok", "")] * 2
+        assert session.restarts == 0

@@ -20,15 +20,14 @@ from .sandbox_contract import EPISODES, KILL_PARENT, LAB, POLICIES, SandboxContr
 class TestProcessSandbox(SandboxContract):
     backend = "process"
 
-    def test_killing_the_harness_replaces_the_sandbox(self, tmp_path):
-        if not unshare_prefix():
-            super().test_killing_the_harness_replaces_the_sandbox(tmp_path)
+    def test_the_harness_cannot_be_killed_from_inside(self, tmp_path):
+        if unshare_prefix():
+            super().test_the_harness_cannot_be_killed_from_inside(tmp_path)
             return
-        # In its own PID namespace the harness is init, which ignores SIGKILL sent from inside the namespace.
+        # Without a PID namespace of its own the weaker process sandbox's harness can be killed: a crash, charged.
         bundle = write_policy(tmp_path, KILL_PARENT)
-        session, outcomes = self.run(bundle, episodes=EPISODES[:2])
-        assert [o.status for o in outcomes] == ["ok", "ok"]
-        assert session.restarts == 0
+        _, outcomes = self.run(bundle, episodes=EPISODES[:1])
+        assert outcomes[0].status == "crash"
 
 
 HIDDEN = EpisodeSpec("h0", split="private", key=b"k" * 16)
