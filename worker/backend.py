@@ -39,6 +39,11 @@ class Backend(Protocol):
 
     def describe_exit(self) -> str: ...
 
+    def killed_from_outside(self) -> bool:
+        """Whether the sandbox is gone by a kill from outside (removed, or its first process ended by SIGKILL), not
+        by an error of its own. Only such an end makes the runner replay an episode: the policy cannot cause it."""
+        ...
+
     def close(self) -> None: ...
 
 

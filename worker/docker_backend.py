@@ -187,6 +187,9 @@ class DockerBackend:
             # kernel drops their signals to it), so a policy cannot end its own sandbox to have an episode replayed.
             # The harness reaps what the policy leaves behind.
             init=False,
+            # The harness ignores every signal (see above), SIGTERM too: the engine must stop it with SIGKILL at once
+            # (docker stop, an engine shutting down or restarting) instead of waiting out a stop timeout.
+            stop_signal="SIGKILL",
             user=f"{SANDBOX_UID}:{SANDBOX_UID}",
             working_dir="/tmp",
             network_mode="none",
@@ -286,6 +289,15 @@ class DockerBackend:
         if state.get("Error"):
             parts.append(str(state["Error"]))
         return ", ".join(parts)
+
+    def killed_from_outside(self) -> bool:
+        try:
+            state = self._state()
+        except BackendUnavailable:
+            return False
+        if not state:
+            return True  # removed: only the engine, an operator or another worker does that
+        return state.get("Status") in ("exited", "dead") and state.get("ExitCode") == 137 and not state.get("OOMKilled")
 
     def detach(self) -> Any:
         """Hand the container over (to be removed elsewhere, e.g. in the background) and forget it; None if none."""

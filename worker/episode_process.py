@@ -49,6 +49,7 @@ EXIT_PROTOCOL = 3
 EXIT_HARNESS = 70
 # Tracebacks are cut to their last this many characters here (the trusted side cuts them again).
 MAX_TRACEBACK_CHARS = 20000
+_PR_SET_DUMPABLE = 4
 
 
 def seed_globals(seed: int) -> None:
@@ -131,8 +132,16 @@ def die_with_parent(parent: int) -> None:
         libc.prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
     if os.getppid() != parent:  # the harness died before the request took effect
         os._exit(EXIT_HARNESS)
-    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as handle:
-        handle.write("1000")  # if memory runs out, this process goes first, not the harness
+    # If memory runs out, this process goes first, not the harness. Forked from a non-dumpable harness, its /proc
+    # files belong to root until it is dumpable again: for this one write, while no other process of the policy
+    # exists (the last episode's are gone; this one has not imported anything yet).
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_DUMPABLE, 1)
+    try:
+        with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as handle:
+            handle.write("1000")
+    finally:
+        libc.prctl(_PR_SET_DUMPABLE, 0)
 
 
 def bind_stdio() -> None:

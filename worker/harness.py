@@ -301,8 +301,7 @@ class Harness:
                 }
             )
             return True
-        self._end(spare)  # still waiting for an episode if its import failed
-        clean = self._clean_up()
+        clean = self._end_and_clean(spare)  # still waiting for an episode if its import failed
         oom_after = oom_kills()
         if report is not None and report["traceback"]:
             why = report["traceback"]
@@ -410,8 +409,7 @@ class Harness:
             assignment["scenario_frame"] = self.scenarios[name]
         oom_before = oom_kills()
         status, killed, shutdown = self._supervise(spare, protocol.encode(assignment, max_size=1 << 30))
-        self._end(spare)
-        clean = self._clean_up()
+        clean = self._end_and_clean(spare)
         oom_after = oom_kills()
         if shutdown:
             raise SystemExit(0)  # nobody is listening any more
@@ -539,6 +537,16 @@ class Harness:
         spare.drain(0.0)
         return status
 
+    def _end_and_clean(self, spare: _Spare) -> bool:
+        """``_end`` then ``_clean_up``; False (unclean: the worker replaces the sandbox) if either fails. Whatever the
+        policy did to this process's resources (limits it could not lower, descriptors), the harness reports the
+        episode's end instead of dying: a sandbox that dies under an episode is one the worker replays."""
+        try:
+            self._end(spare)
+            return self._clean_up()
+        except Exception:
+            return False
+
     def _clean_up(self) -> bool:
         """After an episode's processes are gone: empty the scratch space (in a container). False: something could
         not be removed, or a process survived; the worker then replaces the sandbox."""
@@ -595,7 +603,7 @@ def _wait_status(status: int) -> dict[str, int | None]:
 def main(argv: list[str] | None = None) -> int:
     make_undumpable()
     # Before anything is forked: every episode process inherits the filter, and cannot undo it.
-    forbid_cache_control()
+    guarded = forbid_cache_control()
     # As the first process of a PID namespace (container, or unshare --pid), the kernel drops every signal the
     # namespace's other processes send it that it does not handle: ignoring SIGINT (Python handles it) leaves the
     # policy no signal at all that could end or stop the harness.
@@ -620,6 +628,11 @@ def main(argv: list[str] | None = None) -> int:
         help="warm pool: start before the bundle exists and import it only on a 'load' frame",
     )
     args = parser.parse_args(argv)
+    if args.container and not guarded:
+        # A sandbox without the filter would let a policy steer the page cache that every sandbox shares: the
+        # service's problem (an unsupported platform), reported as the sandbox not starting.
+        print(f"layersched harness: cannot install the seccomp filter on {platform.machine()}", file=sys.stderr)
+        return EXIT_HARNESS
     harness = Harness(
         args.socket, args.bundle, args.output_bytes, container=args.container, poll_seconds=args.poll_us * 1e-6
     )

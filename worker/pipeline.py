@@ -326,7 +326,27 @@ def run_evaluation(
                     image_digest=sandbox.image_digest,
                     sandbox=sandbox.backend,
                 )
-                return _play(session, evaluation_id, jobs, evalset, sandbox, settings, worker_id)
+                report = _play(session, evaluation_id, jobs, evalset, sandbox, settings, worker_id)
+        if evalset.hidden and backend == "docker":
+            _rewarm(settings.sandbox_image)
+        return report
+
+
+def _rewarm(image: str) -> None:
+    """After hidden episodes: every page of the image back in the page cache, so that whatever the policy's reads
+    brought in (pages the host had dropped meanwhile) tells a later sandbox nothing (worker/cache_guard.py)."""
+    import docker
+
+    from layersched.worker.docker_backend import warm_image
+
+    try:
+        client = docker.from_env()
+        try:
+            warm_image(client, image)
+        finally:
+            client.close()
+    except Exception as exc:  # the engine is away: the next evaluation's start reports it; nothing to retry here
+        log.warning("could not read image %s into the page cache again: %s", image, exc)
 
 
 def _play(

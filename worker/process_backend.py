@@ -125,6 +125,10 @@ class ProcessBackend:
     def oom_kills(self) -> int | None:
         return None  # no memory cgroup: running out of address space raises MemoryError in the policy instead
 
+    def killed_from_outside(self) -> bool:
+        # unshare --fork ends with its child's signal; without it the harness is this process itself.
+        return self._proc is not None and self._proc.poll() == -signal.SIGKILL
+
     def describe_exit(self) -> str:
         if self._proc is None:
             return "harness not started"

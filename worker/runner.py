@@ -670,7 +670,11 @@ class SandboxSession:
             time.sleep(0.05)
             alive = self._backend_alive()
         why = self._backend.describe_exit()
-        return "crash", ("sandbox still running but stopped answering" if alive else why), not alive
+        if alive:
+            return "crash", "sandbox still running but stopped answering", False
+        # Gone by a kill from outside (the engine, the host), or by an error of its own (its harness crashed, say
+        # after the policy did something to it): only the first is replayed.
+        return "crash", why, self._backend.killed_from_outside()
 
 
 class _Infrastructure(Exception):

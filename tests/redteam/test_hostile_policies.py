@@ -390,7 +390,9 @@ def test_episodes_of_one_sandbox_pass_nothing_to_each_other(
 
 def test_the_harness_cannot_be_read_or_written_by_an_episode() -> None:
     """The harness is not dumpable: an episode process (same user) cannot open its memory, list its file
-    descriptors or read its environment, the ways to take its channel or change what it reports."""
+    descriptors or read its environment, the ways to take its channel or change what it reports; nor lower its
+    resource limits (the seccomp filter refuses prlimit on another process). The episode process is the one the
+    out-of-memory killer takes first."""
     (run,) = run_sandbox(POLICIES / "harness_probe")
     assert run.outcome.status == "ok", run.outcome.message
     report = last_json(run.outcome.stdout)
@@ -399,6 +401,8 @@ def test_the_harness_cannot_be_read_or_written_by_an_episode() -> None:
         "fd": "refused: PermissionError",
         "environ": "refused: PermissionError",
         "ptrace": "refused: 1",
+        "prlimit": "refused: PermissionError",
+        "oom_score_adj": "1000",
         "own_environ_nonce": False,
     }, report
 
@@ -413,6 +417,7 @@ def test_an_episode_can_neither_drop_nor_query_cached_pages() -> None:
         "madvise_pageout": "refused: EPERM",
         "madvise_cold": "refused: EPERM",
         "cachestat": "refused: EPERM",
+        "io_uring": "refused: EPERM",
     }
 
 

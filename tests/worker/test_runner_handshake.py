@@ -32,24 +32,31 @@ class Scripted:
     def __init__(self, script: Callable[[str], list[bytes]]) -> None:
         self.script = script
         self.sock: socket.socket | None = None
+        self.running, self.outside = True, False  # what alive() and killed_from_outside() say
 
     def start(self, channel_dir: Path, bundle_dir: Path, *, nonce: str) -> None:
         def harness() -> None:
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self.sock.connect(str(channel_dir / SOCKET_NAME))
-            for chunk in self.script(nonce):
-                self.sock.sendall(chunk)
+            try:
+                self.sock.connect(str(channel_dir / SOCKET_NAME))
+                for chunk in self.script(nonce):
+                    self.sock.sendall(chunk)
+            except OSError:
+                pass  # the session refused the start and closed the channel before the script was done
 
         threading.Thread(target=harness, daemon=True).start()
 
     def alive(self) -> bool:
-        return True
+        return self.running
 
     def oom_kills(self) -> int | None:
         return None
 
     def describe_exit(self) -> str:
         return "scripted"
+
+    def killed_from_outside(self) -> bool:
+        return self.outside
 
     def close(self) -> None:
         if self.sock is not None:
@@ -114,3 +121,25 @@ def test_output_announced_beyond_the_limit_is_refused() -> None:
         assert session.startup.status == "import_error"
         # Refused from the announcement: the 10 MiB never come, and are not waited for.
         assert "stdout capture of 10485760 bytes (0 dropped) is outside 0..1048576" in session.startup.message
+
+
+@pytest.mark.parametrize(
+    ("running", "outside", "end"),
+    [
+        (False, True, ("crash", "scripted", True)),
+        (False, False, ("crash", "scripted", False)),
+        (True, False, ("crash", "sandbox still running but stopped answering", False)),
+    ],
+    ids=["killed-from-outside", "died-of-its-own-error", "still-running"],
+)
+def test_only_a_sandbox_killed_from_outside_is_replayed(
+    running: bool, outside: bool, end: tuple[str, str, bool]
+) -> None:
+    """The red team's round 2 made the harness crash (its file limit lowered to 3 with prlimit) and the worker,
+    which took any stopped sandbox for one killed from outside, replayed the episode: a second look at a hidden
+    episode the policy had asked for. Now only a kill from outside (the engine, the host) counts as gone."""
+    with start(lambda nonce: [sim(nonce), frame(READY)]) as session:
+        backend = session._backend
+        assert isinstance(backend, Scripted)
+        backend.running, backend.outside = running, outside
+        assert session._sandbox_end() == end

@@ -1,6 +1,7 @@
 """Tries every way to drop or query cached pages of files other sandboxes read too (its bundle, the image's
-libraries): ``posix_fadvise(DONTNEED)``, ``madvise(MADV_PAGEOUT)`` and ``MADV_COLD`` on a mapping of one, and
-``cachestat``. Reported as one JSON line.
+libraries): ``posix_fadvise(DONTNEED)``, ``madvise(MADV_PAGEOUT)`` and ``MADV_COLD`` on a mapping of one,
+``cachestat``, and an io_uring (whose fadvise and madvise operations no syscall filter sees). Reported as one JSON
+line.
 
 The red team after issue 15 wrote a private episode's tasks into which pages of an image file were cached, and read
 them back by timing reads in the next submission's sandbox, whose output the author reads.
@@ -52,6 +53,15 @@ def _cachestat(path):
         os.close(fd)
 
 
+def _io_uring():
+    params = (ctypes.c_char * 120)()
+    fd = libc.syscall(425, 4, ctypes.byref(params))  # io_uring_setup
+    if fd >= 0:
+        os.close(fd)
+        return "allowed"
+    return f"refused: {errno.errorcode.get(ctypes.get_errno(), '?')}"
+
+
 def policy(env, task, rng):
     if env.k == 0:
         mine = os.path.abspath(__file__)
@@ -62,6 +72,7 @@ def policy(env, task, rng):
             "madvise_pageout": _madvise(image, 21),
             "madvise_cold": _madvise(image, 20),
             "cachestat": _cachestat(image),
+            "io_uring": _io_uring(),
         }
         print(json.dumps(report), flush=True)
     return int(env.mask(task).argmax())
