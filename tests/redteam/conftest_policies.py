@@ -19,9 +19,12 @@ from pathlib import Path
 import docker
 import pytest
 
+from layersched.server.admin import upgrade_database
+from layersched.server.config import Settings
 from layersched.sim.episodes import EpisodeSpec, policy_seed
 from layersched.sim.scenario import NodeRanges, Scenario
 from layersched.worker.docker_backend import LABEL, WORKER_LABEL, worker_identity
+from layersched.worker.evalsets import register_and_score
 from layersched.worker.limits import MiB, SandboxLimits
 from layersched.worker.run_dirs import RUN_DIR_PREFIX
 from layersched.worker.runner import EpisodeJob, EpisodeOutcome, SandboxSession, open_sandbox
@@ -79,6 +82,26 @@ def run_sandbox(
             runs.append(Run(outcome, session.startup.stdout, session.startup.stderr, elapsed, session.restarts))
             started = time.monotonic()
     return runs
+
+
+def worker_settings(database_url: str, pipeline_root: Path, evalset_file: Path) -> Settings:
+    """A worker's settings on ``database_url``, migrated, with the evaluation set registered and scored."""
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None,
+        database_url=database_url,
+        broker_url="redis://127.0.0.1:6379/14",
+        bundle_dir=pipeline_root / "bundles",
+        baseline_cache_dir=pipeline_root / "baselines",
+        evalset_path=evalset_file,
+        sandbox_backend="docker",
+        decision_seconds=LIMITS.decision_seconds,
+        episode_seconds=LIMITS.episode_seconds,
+        submission_seconds=LIMITS.submission_seconds,
+        sandbox_memory_mb=LIMITS.memory_bytes // MiB,
+    )
+    upgrade_database(settings=settings)
+    register_and_score(path=evalset_file, settings=settings)
+    return settings
 
 
 # ---------------------------------------------------------------------------------------------- the engine

@@ -22,21 +22,17 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.exceptions import StarletteDeprecationWarning
 
 from layersched.server import storage
-from layersched.server.admin import upgrade_database
 from layersched.server.app import create_app
 from layersched.server.bundles import store_bundle
-from layersched.server.config import Settings
 from layersched.server.db import make_engine, make_sessionmaker
 from layersched.server.models import EpisodeResult, Evaluation, User
 from layersched.sim.evalset import load_evalset
-from layersched.worker.evalsets import register_and_score
-from layersched.worker.limits import MiB
 from layersched.worker.pipeline import run_evaluation
 from tests.redteam.conftest_policies import (  # noqa: F401 - fixtures, registered by being imported
-    LIMITS,
     POLICIES,
     healthy_host,
     sandbox_image,
+    worker_settings,
 )
 from tests.server.conftest import Captured
 
@@ -65,30 +61,11 @@ def keyed_set(path: Path, *, unkeyed_last: bool = False) -> Path:
     return path
 
 
-def settings_for(root: Path, evalset: Path) -> Settings:
-    settings = Settings(  # type: ignore[call-arg]
-        _env_file=None,
-        database_url=f"sqlite:///{root / 'layersched.db'}",
-        broker_url="redis://127.0.0.1:6379/14",
-        bundle_dir=root / "bundles",
-        baseline_cache_dir=root / "baselines",
-        evalset_path=evalset,
-        sandbox_backend="docker",
-        decision_seconds=LIMITS.decision_seconds,
-        episode_seconds=LIMITS.episode_seconds,
-        submission_seconds=LIMITS.submission_seconds,
-        sandbox_memory_mb=LIMITS.memory_bytes // MiB,
-    )
-    upgrade_database(settings=settings)
-    register_and_score(path=evalset, settings=settings)
-    return settings
-
-
 class World:
     """A worker and an API on one database: a participant submits, the worker evaluates, both read."""
 
     def __init__(self, root: Path, evalset: Path) -> None:
-        self.settings = settings_for(root, evalset)
+        self.settings = worker_settings(f"sqlite:///{root / 'layersched.db'}", root, evalset)
         self.engine = make_engine(self.settings.database_url)
         self.sessions: sessionmaker[Session] = make_sessionmaker(self.engine)
         with self.sessions() as session:

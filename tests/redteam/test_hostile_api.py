@@ -15,7 +15,6 @@ import io
 import json
 import struct
 import tarfile
-import threading
 import time
 import zipfile
 from collections.abc import Iterator
@@ -33,7 +32,7 @@ from layersched.server.body_limits import MAX_REQUEST_BODY, RequestBodyLimits
 from layersched.server.config import Settings
 from layersched.server.models import AuditLogEntry, Submission
 from tests.redteam.conftest import snapshot
-from tests.server.conftest import POLICY, Account, Captured, run_evaluation, submit
+from tests.server.conftest import POLICY, Account, Captured, burst, run_evaluation, submit
 
 # The archive builders of the bundle tests, under the short names this table uses.
 from tests.server.test_bundles import extended_header, tar_member, zip_raw, zip_with_method
@@ -460,20 +459,8 @@ def test_quota_burst_is_atomic(client: TestClient, alice: Account, db: Session, 
     """20 uploads at once from one participant (max 2 in flight): exactly 2 are accepted, the rest get 429.
 
     Before the row lock in the route (storage.lock_submitter) 3 to 5 got through."""
-    barrier = threading.Barrier(20)
-    statuses: list[int] = []
     log_before = db.scalar(select(func.count(AuditLogEntry.id)))
-
-    def one(i: int) -> None:
-        barrier.wait()
-        statuses.append(submit(client, alice, POLICY + f"# {i}\n".encode()).status_code)
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(20)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert sorted(statuses) == [201, 201] + [429] * 18
+    assert burst(client, alice) == [201, 201] + [429] * 18
     assert db.scalar(select(func.count(Submission.id))) == 2
     assert len(enqueued.calls) == 2
     # Uploads are a participant's, not an organiser's actions: the audit log is unchanged. (This line once counted

@@ -77,14 +77,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from layersched.server import storage
-from layersched.server.admin import upgrade_database
 from layersched.server.bundles import bundle_path, store_bundle
 from layersched.server.config import Settings
 from layersched.server.db import make_engine, make_sessionmaker
 from layersched.server.models import EpisodeResult, Evaluation
 from layersched.sim.episodes import EpisodeSpec
 from layersched.sim.scenario import Scenario
-from layersched.worker.evalsets import register_and_score
 from layersched.worker.limits import MiB
 from layersched.worker.pipeline import run_evaluation
 from layersched.worker.runner import EpisodeOutcome, SandboxSession, open_sandbox, worker_sim_fingerprint
@@ -102,6 +100,7 @@ from tests.redteam.conftest_policies import (  # noqa: F401 - fixtures, register
     make_job,
     run_sandbox,
     sandbox_image,
+    worker_settings,
 )
 from tests.server.conftest import create_pg_database, drop_pg_database
 
@@ -585,26 +584,6 @@ def evalset_file(pipeline_root: Path) -> Path:
     path = pipeline_root / "evalset.toml"
     path.write_text((ROOT / "hidden_seeds" / "sample.toml").read_text() + f"# organisers' note {CANARY}\n")
     return path
-
-
-def worker_settings(database_url: str, pipeline_root: Path, evalset_file: Path) -> Settings:
-    """A worker's settings on ``database_url``, migrated, with the evaluation set registered and scored."""
-    settings = Settings(  # type: ignore[call-arg]
-        _env_file=None,
-        database_url=database_url,
-        broker_url="redis://127.0.0.1:6379/14",
-        bundle_dir=pipeline_root / "bundles",
-        baseline_cache_dir=pipeline_root / "baselines",
-        evalset_path=evalset_file,
-        sandbox_backend="docker",
-        decision_seconds=LIMITS.decision_seconds,
-        episode_seconds=LIMITS.episode_seconds,
-        submission_seconds=LIMITS.submission_seconds,
-        sandbox_memory_mb=LIMITS.memory_bytes // MiB,
-    )
-    upgrade_database(settings=settings)
-    register_and_score(path=evalset_file, settings=settings)
-    return settings
 
 
 @pytest.fixture(scope="module")

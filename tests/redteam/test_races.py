@@ -7,7 +7,6 @@ committed (``cancelled``, its 0.8 score stored, off the board), and the stuck-ev
 
 from __future__ import annotations
 
-import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,14 +27,13 @@ from layersched.server.models import Evaluation, Submission, utcnow
 from tests.server.conftest import (
     BROKER,
     PG_URL,
-    POLICY,
     SCENARIOS,
     Account,
     Captured,
+    burst,
     create_pg_database,
     drop_pg_database,
     score,
-    submit,
 )
 
 with warnings.catch_warnings():
@@ -84,21 +82,25 @@ def account(db: Session, name: str, role: str = "participant") -> Account:
 
 def test_a_burst_of_uploads_is_counted_exactly(settings: Settings, session: Session) -> None:
     student = account(session, "alice")
-    barrier = threading.Barrier(20)
-    statuses: list[int] = []
     with TestClient(create_app(settings, enqueuer=Captured())) as client:
-
-        def one(i: int) -> None:
-            barrier.wait()
-            statuses.append(submit(client, student, POLICY + f"# {i}\n".encode()).status_code)
-
-        threads = [threading.Thread(target=one, args=(i,)) for i in range(20)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    assert sorted(statuses) == [201, 201] + [429] * 18
+        assert burst(client, student) == [201, 201] + [429] * 18
     assert session.scalar(select(func.count(Submission.id))) == 2
+
+
+def running_submission(db: Session, student: Account) -> tuple[Submission, Evaluation]:
+    """A submission of ``student`` whose evaluation a worker has started."""
+    submission, evaluation = storage.create_submission(
+        session=db,
+        owner=student.user,
+        name="p",
+        description="",
+        bundle_sha256="a" * 64,
+        bundle_format="py",
+        bundle_bytes=1,
+        evalset=storage.get_current_evalset(session=db),  # type: ignore[arg-type]
+    )
+    started(db, evaluation.id)
+    return submission, evaluation
 
 
 def started(db: Session, evaluation_id: int) -> None:
@@ -130,18 +132,8 @@ def finished_meanwhile(settings: Settings, evaluation_id: int) -> None:
 def test_a_cancel_keeps_a_result_the_worker_committed_meanwhile(
     settings: Settings, session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    student, olga = account(session, "alice"), account(session, "olga", role="organiser")
-    submission, evaluation = storage.create_submission(
-        session=session,
-        owner=student.user,
-        name="p",
-        description="",
-        bundle_sha256="a" * 64,
-        bundle_format="py",
-        bundle_bytes=1,
-        evalset=storage.get_current_evalset(session=session),  # type: ignore[arg-type]
-    )
-    started(session, evaluation.id)
+    olga = account(session, "olga", role="organiser")
+    submission, evaluation = running_submission(session, account(session, "alice"))
     real = storage.get_submission
 
     def read_then_the_worker_finishes(**kwargs: Any) -> Submission:
@@ -162,18 +154,7 @@ def test_the_stuck_expiry_keeps_a_result_the_worker_committed_meanwhile(
 ) -> None:
     import datetime as dt
 
-    student = account(session, "alice")
-    _, evaluation = storage.create_submission(
-        session=session,
-        owner=student.user,
-        name="p",
-        description="",
-        bundle_sha256="a" * 64,
-        bundle_format="py",
-        bundle_bytes=1,
-        evalset=storage.get_current_evalset(session=session),  # type: ignore[arg-type]
-    )
-    started(session, evaluation.id)
+    _, evaluation = running_submission(session, account(session, "alice"))
     real = storage.list_stale_evaluations
 
     def listed_then_the_worker_finishes(**kwargs: Any) -> list[Evaluation]:

@@ -196,6 +196,25 @@ def submit(
     )
 
 
+def burst(client: TestClient, account: Account, n: int = 20) -> list[int]:
+    """``n`` uploads of one participant at once (released together by a barrier); their statuses, sorted."""
+    import threading
+
+    barrier = threading.Barrier(n)
+    statuses: list[int] = []
+
+    def one(i: int) -> None:
+        barrier.wait()
+        statuses.append(submit(client, account, POLICY + f"# {i}\n".encode()).status_code)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sorted(statuses)
+
+
 def score(overall: float, spread: float = 0.02) -> dict[str, Any]:
     return {
         "overall": overall,
