@@ -34,9 +34,10 @@ from layersched.sim.episodes import policy_seed
 from layersched.sim.errors import SimError
 from layersched.sim.evalset import EpisodeRecord, EvalJob, EvalSet, load_evalset, score_baselines
 from layersched.sim.scoring import ScenarioEpisodes, bootstrap_interval, pair_episodes, score
-from layersched.sim.version import RULES_HASH, SIM_VERSION
+from layersched.sim.version import SIM_VERSION
 from layersched.worker.limits import SandboxLimits
 from layersched.worker.runner import EpisodeJob, EpisodeOutcome, SandboxError, SandboxSession, open_sandbox
+from layersched.worker.sandbox_choice import choose_sandbox
 
 log = logging.getLogger(__name__)
 
@@ -60,31 +61,11 @@ class EvaluationReport:
 
 
 def choose_backend(settings: Settings) -> str:
-    """``docker`` when configured or when an engine answers (``auto``), else the weaker ``process`` sandbox."""
-    if settings.sandbox_backend != "auto":
-        return settings.sandbox_backend
-    try:
-        import docker
-
-        client = docker.from_env(timeout=5)
-        try:
-            client.ping()
-            rules = client.images.get(settings.sandbox_image).labels.get("layersched.rules")
-        finally:
-            client.close()
-        if rules != RULES_HASH:
-            raise RuntimeError(
-                f"image {settings.sandbox_image} holds simulator rules {rules}, this worker's are {RULES_HASH}: "
-                "rebuild it with worker/sandbox/build_image.sh"
-            )
-        return "docker"
-    except Exception as exc:  # any failure to reach the engine or find the image means: no docker here
-        log.warning(
-            "no usable Docker engine or sandbox image (%s): using the PROCESS sandbox, which is weaker; it refuses "
-            "hidden evaluation sets unless LAYERSCHED_ALLOW_PROCESS_FOR_HIDDEN=true",
-            exc,
-        )
-        return "process"
+    """``docker`` when configured or when it is usable (``auto``), else the weaker ``process`` sandbox."""
+    choice = choose_sandbox(settings)
+    if choice.backend == "process" and settings.sandbox_backend == "auto":
+        log.warning("%s", choice.describe())
+    return choice.backend
 
 
 def sandbox_limits(settings: Settings) -> SandboxLimits:

@@ -3,7 +3,8 @@
 * storage: SQLite in ``--data-dir`` (default ``./var``), migrated to the latest schema at start;
 * broker: kombu's SQLAlchemy transport on a second SQLite file (a real, persistent embedded broker);
 * a Celery worker in a child process (with the reconciler), the API and web pages in this process (uvicorn);
-* sandbox: Docker when an engine and the sandbox image are there, otherwise the process sandbox, with a warning;
+* sandbox: Docker when an engine and the sandbox image are there, otherwise the process sandbox; the first lines say
+  which, and why in plain words (``worker/sandbox_choice.py``);
 * the evaluation set ``hidden_seeds/sample.toml`` (or ``LAYERSCHED_EVALSET_PATH``), registered with the six
   baselines scored on it as the leaderboard's reference rows.
 
@@ -14,8 +15,10 @@ Settings already present in the environment (``LAYERSCHED_*``) win over these em
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -26,8 +29,10 @@ import httpx
 
 from layersched.server.config import Settings, get_settings
 from layersched.worker.evalsets import register_and_score
+from layersched.worker.sandbox_choice import choose_sandbox
 
 log = logging.getLogger(__name__)
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 STARTER_POLICY = Path(__file__).resolve().parents[1] / "sdk" / "starter" / "policy.py"
 
 
@@ -58,8 +63,21 @@ def serve(*, host: str, port: int, data_dir: Path, demo: bool) -> int:
     print(
         f"layersched: evaluation set {evalset.name!r} (commitment {evalset.commitment[:16]}...) registered", flush=True
     )
+    choice = choose_sandbox(settings)
+    print(f"layersched: {choice.describe()}", flush=True)
     tokens = _demo_users(settings) if demo else {}
-    worker = subprocess.Popen([sys.executable, "-m", "layersched.worker"], env=os.environ.copy())
+    worker_env = os.environ.copy()
+    # The worker uses the sandbox announced above, rather than deciding again and logging its own reason.
+    worker_env["LAYERSCHED_SANDBOX_BACKEND"] = choice.backend
+    # Its own session, so that Ctrl-C reaches this process alone, which then stops the worker in order (the
+    # terminal's SIGINT to every process at once made Celery's pool children die by signal, noisily); and a
+    # parent-death signal, so that the worker does not outlive this process if it is killed.
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "layersched.worker", "--no-banner"],
+        env=worker_env,
+        start_new_session=True,
+        preexec_fn=_terminate_with_parent,
+    )
     url = f"http://{host}:{port}"
     if demo:
         threading.Thread(target=_submit_demo, args=(url, tokens["student"]), daemon=True).start()
@@ -67,12 +85,22 @@ def serve(*, host: str, port: int, data_dir: Path, demo: bool) -> int:
     try:
         uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
     finally:
+        print("layersched: stopping (the worker finishes the evaluation it is running, for up to 20 s)", flush=True)
         worker.terminate()
         try:
             worker.wait(timeout=20)
         except subprocess.TimeoutExpired:
             worker.kill()
+            worker.wait()
+        print("layersched: stopped", flush=True)
     return 0
+
+
+def _terminate_with_parent() -> None:
+    """In the worker's child, before exec: SIGTERM when the process that started it dies (Linux prctl)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
 
 
 def _demo_users(settings: Settings) -> dict[str, str]:

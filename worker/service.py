@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,6 +17,7 @@ from layersched.server.config import get_settings
 from layersched.server.db import make_engine, make_sessionmaker
 from layersched.server.queue import QUEUES, CeleryEnqueuer
 from layersched.worker.reconcile import Reconciler
+from layersched.worker.sandbox_choice import engine_address
 
 log = logging.getLogger(__name__)
 _reconciler: Reconciler | None = None
@@ -24,14 +27,17 @@ _reconciler: Reconciler | None = None
 def _on_ready(**_: Any) -> None:
     global _reconciler
     settings = get_settings()
-    try:
-        from layersched.worker.docker_backend import sweep_orphans
+    if os.geteuid() == 0:
+        log.info("running as root, on purpose: each sandbox's channel socket is given to the sandbox's user alone")
+    if settings.sandbox_backend != "process":  # with the process sandbox there is no engine to sweep
+        try:
+            from layersched.worker.docker_backend import sweep_orphans
 
-        removed = sweep_orphans()
-        if removed:
-            log.warning("removed %d sandbox containers left by a dead worker", removed)
-    except Exception as exc:  # no engine here: the process sandbox will be used, nothing to sweep
-        log.info("no sandbox sweep (%s)", exc)
+            removed = sweep_orphans()
+            if removed:
+                log.warning("removed %d sandbox containers left by a dead worker", removed)
+        except Exception:  # no engine here: the process sandbox will be used, nothing to sweep
+            log.info("no sandbox sweep: no Docker engine answers at %s", engine_address())
     sessions = make_sessionmaker(make_engine(settings.database_url))
     _reconciler = Reconciler(sessions=sessions, settings=settings, enqueuer=CeleryEnqueuer(settings.broker_url))
     _reconciler.start()
@@ -65,12 +71,22 @@ def _stop_sandbox_pool(**_: Any) -> None:
         pool.close()
 
 
-def run_worker(argv: Sequence[str] = ()) -> None:
-    """Run a Celery worker on both queues, one evaluation at a time per process (extra args go to Celery)."""
+def run_worker(argv: Sequence[str] = (), *, banner: bool = True) -> None:
+    """Run a Celery worker on both queues, one evaluation at a time per process (extra args go to Celery).
+
+    ``banner=False`` (``layersched serve``) leaves out Celery's start banner: serve prints its own lines.
+    """
+    from celery.exceptions import SecurityWarning
+
     from layersched.worker.celery_app import app
 
+    if os.geteuid() == 0:
+        # Celery warns against root in a page-long banner; here root is deliberate: only root can give each
+        # sandbox's channel socket to the sandbox's user alone (worker/run_dirs.py). _on_ready says so in a line.
+        warnings.filterwarnings("ignore", category=SecurityWarning)
     app.worker_main(
         [
+            *([] if banner else ["--quiet"]),
             "worker",
             "--queues",
             ",".join(QUEUES),
