@@ -357,8 +357,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     print("next:")
     print(f"  cd {target}")
     print("  layersched validate .                         # the template works as is (Greedy-like)")
-    print("  python train_reinforce.py --episodes 300      # needs torch: pip install 'layersched[torch]'")
-    print("  layersched validate . && layersched submit . --name reinforce-v1")
+    print("  python imitation_rl.py --seed 0               # needs torch; README.md: its time, score and weights")
+    print("  layersched validate . && layersched submit . --name imitation-v1")
     return 0
 
 

@@ -6,11 +6,17 @@ start from random play. Phase 1 records Greedy's choices (the expert: the strong
 softmax). Phase 2 continues with REINFORCE from those weights, on seeds 1000+ as train_reinforce.py does, with a
 smaller learning rate so that the expert's knowledge is refined rather than forgotten.
 
-    python imitation_rl.py --seed 0
-    python imitation_rl.py --episodes 2 --tasks 50 --bc-episodes 2 --bc-epochs 1 --eval-seeds 1    # a smoke test
+    python imitation_rl.py --seed 0                           # README.md: its time and score
+    python imitation_rl.py --episodes 2 --tasks 50 --bc-episodes 2 --bc-epochs 1 --val-seeds 1 --eval-seeds 1
+
+The clone and every --val-every policy-gradient episodes are scored on validation workloads (seeds 3000+, neither
+trained nor tested on) against Greedy; the run ends with its best checkpoint, so fine-tuning never leaves it worse
+than the clone, and only a checkpoint that beats Greedy there becomes ``weights_imitation.pt``.
 
 Writes ``imitation_seed{S}.csv`` (same columns as train_seed{S}.csv; episode -1 is the cloned policy before any
-policy-gradient step), ``imitation_seed{S}.pt`` and ``policy_weights.pt`` (what policy.py loads).
+policy-gradient step), ``imitation_seed{S}.pt`` (this run's best checkpoint on validation, whatever its score) and,
+if it beats Greedy on validation and the ``weights_imitation.pt`` of an earlier run, ``weights_imitation.pt``:
+the file policy.py loads as shipped (its ``WEIGHTS_FILE``).
 """
 
 # mypy: disable-error-code="no-untyped-call"
@@ -33,12 +39,13 @@ except ImportError:  # the CLI and the simulator do not need torch; training doe
     raise SystemExit("this script needs torch (CPU is enough): pip install 'layersched[torch]'") from None
 from policy import make_scorer
 from train_reinforce import (
+    KeepBest,
     compare_with_baselines,
     make_env,
     parse_args,
+    publish,
     reinforce_loss,
     run_policy,
-    save,
     seed_everything,
 )
 
@@ -74,6 +81,10 @@ class Args:
     """discount factor of the returns"""
     lr: float = 3e-4
     """Adam learning rate of the policy-gradient phase (smaller than from scratch: refine, do not forget)"""
+    val_seeds: int = 3
+    """validation workloads (seeds 3000..3000+N-1) on which checkpoints are scored against Greedy"""
+    val_every: int = 25
+    """policy-gradient episodes between two validations (the clone is validated first, and the end too)"""
     eval_seeds: int = 5
     """test seeds 0..N-1 for the final comparison with the baselines (0 to skip it)"""
     out_dir: str = "."
@@ -125,10 +136,12 @@ def main(args: Args) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     env = make_env(args)
     scorer = make_scorer(env.n_features)
+    best = KeepBest(env, args.val_seeds, args.val_every)
     started = time.time()
     print(f"phase 1: behaviour cloning of {args.expert} on {args.bc_episodes} episodes")
     behaviour_clone(scorer, record_expert(env, BASELINES[args.expert], args.bc_episodes), args)
 
+    best.offer(scorer, -1)
     print(f"phase 2: REINFORCE for {args.episodes} episodes, starting from the clone")
     opt = torch.optim.Adam(scorer.parameters(), lr=args.lr)
     with open(out_dir / f"imitation_seed{args.seed}.csv", "w", newline="") as log:
@@ -147,11 +160,15 @@ def main(args: Args) -> None:
             writer.writerow([ep, mean_completion])
             if ep % 20 == 0 or ep == args.episodes - 1:
                 print(f"episode {ep:4d}  mean completion {mean_completion:7.1f} s  ({time.time() - started:.0f} s)")
-    save(scorer, out_dir, f"imitation_seed{args.seed}.pt")
+            best.after_episode(scorer, ep, args.episodes)
+    scorer.load_state_dict(best.state)
+    publish(best, out_dir, f"imitation_seed{args.seed}.pt", "weights_imitation.pt")
     compare_with_baselines(env, scorer, args.eval_seeds, "Imitation+PG")
+    print(f"done in {time.time() - started:.0f} s")
 
 
 if __name__ == "__main__":
     args = parse_args(Args, __doc__)
     seed_everything(args.seed, args.torch_deterministic)
+    torch.set_num_threads(1)  # a network this small gains nothing from threads; the sandbox runs one thread too
     main(args)

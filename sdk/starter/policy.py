@@ -18,9 +18,12 @@ On the server each decision has a deadline (check yours with ``layersched valida
 library, numpy, torch (CPU, one thread), ``layersched.sim`` and your own files, and no network. Read your files
 relative to ``__file__``, as below.
 
-This template works as it is: without weights it is Greedy (smallest estimated completion time); with
-``policy_weights.pt`` next to it (written by ``train_reinforce.py`` or ``imitation_rl.py``; a ``policy_seed*.pt``
-from the lab's ``pg.py`` loads too) a small network scores every node and the best feasible node wins.
+This template works as it is: without weights it is Greedy (smallest estimated completion time); with the file
+named by ``WEIGHTS_FILE`` next to it, a small network scores every node and the best feasible node wins. Each
+training script writes its own file, and only when its best checkpoint beats Greedy on validation workloads:
+``imitation_rl.py`` writes ``weights_imitation.pt`` (loaded as shipped), ``train_reinforce.py`` writes
+``weights_reinforce.pt``; a ``policy_seed*.pt`` from the lab's ``pg.py`` loads too. Change ``WEIGHTS_FILE`` to
+submit another one.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-WEIGHTS = Path(__file__).with_name("policy_weights.pt")
+WEIGHTS_FILE = "weights_imitation.pt"  # the one place that says which weights this policy uses
+WEIGHTS = Path(__file__).with_name(WEIGHTS_FILE)
 N_FEATURES = 6  # the columns of env.observe(task)
 HIDDEN = 64
 
