@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -276,12 +277,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(args_list)
     handler: Handler = args.handler
     try:
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()  # a reader that went away shows here, not as a traceback in the interpreter's exit
+        return code
     except AuthError as exc:
         hint = "" if isinstance(exc, Forbidden) else f" ({LOGIN_HINT})"
         return _fail(f"{exc}{hint}")
     except LayerschedError as exc:
         return _fail(str(exc))
+    except BrokenPipeError:
+        return _reader_went_away()
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
@@ -290,6 +295,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # unreadable policy, unwritable starter directory, full disk
         where = f"{exc.filename}: " if exc.filename else ""
         return _fail(f"{where}{exc.strerror or exc}")
+
+
+def _reader_went_away() -> int:
+    """``layersched leaderboard | head``: the reader closed the pipe, which is not an error to report.
+
+    Later writes (the interpreter flushes stdout at exit) go to /dev/null, so Python prints nothing either; the exit
+    code is that of a Unix tool ended by SIGPIPE (128 + 13), as the shell's ``pipefail`` expects.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
 
 
 def _fail(message: str) -> int:
@@ -518,11 +535,22 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(
             f"  evaluation #{e.id} {e.kind} {e.state} {e.progress.done}/{e.progress.total}:"
             f" set {e.evalset_commitment[:12]}, sim {e.sim_version or '-'}, sandbox {e.sandbox or '-'},"
-            f" image {(e.image_digest or '-')[:19]}"
+            f" image {_short_image(e.image_digest)}"
             + (f", error {e.error.category}: {e.error.message}" if e.error else "")
             + (f", audit {e.audit.verdict}" if e.audit else "")
         )
     return 0
+
+
+def _short_image(image: str | None) -> str:
+    """A digest's first 12 hex digits, as ``docker images`` shows it; any other image name (the process sandbox's
+    ``process:python-3.11.9``) in full, since cutting it changes what it says."""
+    if not image:
+        return "-"
+    algorithm, _, digest = image.partition(":")
+    if algorithm == "sha256" and len(digest) == 64:
+        return f"sha256:{digest[:12]}"
+    return image
 
 
 def cmd_select(args: argparse.Namespace) -> int:

@@ -71,6 +71,50 @@ def test_a_revoked_or_wrong_env_token_is_reported(
     assert "LAYERSCHED_TOKEN" in error_line(err)
 
 
+def test_login_with_the_api_path_in_the_url_saves_the_server(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, isolated_config: Path
+) -> None:
+    code, _, err = run(capsys, "login", "--server", live_server.url + "/api/v1", "--token", live_server.tokens["alice"])
+    assert code == 0, err
+    assert json.loads(isolated_config.read_text())["server"] == live_server.url
+    assert run(capsys, "status")[:2] == (0, "no submissions yet: layersched submit PATH\n")
+
+
+def test_https_against_a_plain_http_server_says_so(capsys: pytest.CaptureFixture[str], live_server: LiveServer) -> None:
+    https = live_server.url.replace("http://", "https://")
+    code, _, err = run(capsys, "login", "--server", https, "--token", live_server.tokens["alice"])
+    assert code == 1
+    # Not error_line(err): the server's own log of the TLS hello it could not read ends up on this stderr too.
+    assert [line for line in err.splitlines() if line.startswith("error: ")] == [
+        f"error: cannot reach the server at {https}: it answers in plain HTTP, not HTTPS (TLS); "
+        f"use --server {live_server.url} if that is the right server"
+    ]
+
+
+def test_leaderboard_into_a_pipe_whose_reader_has_gone_exits_quietly(live_server: LiveServer, tmp_path: Path) -> None:
+    read_end, write_end = os.pipe()
+    # The reader (as `head` does after its lines) exits without reading; once it and our copy of the read end are
+    # closed, every write to the pipe fails with EPIPE.
+    reader = subprocess.Popen(["true"], stdin=read_end)
+    os.close(read_end)
+    reader.wait(timeout=60)
+    env = dict(os.environ, LAYERSCHED_CONFIG=str(tmp_path / "c.json"), LAYERSCHED_SERVER=live_server.url)
+    env.pop("LAYERSCHED_TOKEN", None)
+    try:
+        result = subprocess.run(
+            [*_console_script(), "leaderboard"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert (result.returncode, result.stderr) == (141, "")
+
+
 def test_server_down(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.sdk.conftest import free_port
 
@@ -156,6 +200,25 @@ def test_submit_no_wait_then_status_list(
     header, row = out.splitlines()
     assert header.split() == ["id", "name", "state", "episodes", "score", "rank", "selected", "created"]
     assert row.split()[:7] == ["#1", "first_fit", "queued", "0/0", "-", "-", "-"]
+
+
+@pytest.mark.parametrize(
+    ("image", "shown"),
+    [
+        ("process:python-3.11.9", "process:python-3.11.9"),
+        ("sha256:" + "0123456789" * 6 + "abcd", "sha256:012345678901"),
+    ],
+    ids=["process-sandbox", "docker-digest"],
+)
+def test_status_shows_the_whole_image_name_and_a_short_digest(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path, image: str, shown: str
+) -> None:
+    live_server.worker.image_digest = image
+    login(capsys, live_server)
+    assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0
+    live_server.worker.run_pending()
+    _code, out, _ = run(capsys, "status", "1")
+    assert f"sandbox process, image {shown}\n" in out
 
 
 # ---------------------------------------------------------------------------------------------- final selection
@@ -491,14 +554,17 @@ def test_console_script_runs_without_traceback(tmp_path: Path) -> None:
     env = dict(os.environ, LAYERSCHED_CONFIG=str(tmp_path / "c.json"))
     env.pop("LAYERSCHED_SERVER", None)
     env.pop("LAYERSCHED_TOKEN", None)
-    script = Path(sys.executable).with_name("layersched")
-    cmd: list[Any] = (
-        [str(script)]
-        if script.exists()
-        else [sys.executable, "-c", "from layersched.sdk.cli import main; raise SystemExit(main())"]
+    result = subprocess.run(
+        [*_console_script(), "status"], capture_output=True, text=True, env=env, timeout=60, check=False
     )
-    result = subprocess.run([*cmd, "status"], capture_output=True, text=True, env=env, timeout=60, check=False)
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr.startswith("error: no server configured")
     assert "Traceback" not in result.stderr
+
+
+def _console_script() -> list[Any]:
+    script = Path(sys.executable).with_name("layersched")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "from layersched.sdk.cli import main; raise SystemExit(main())"]
