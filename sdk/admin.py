@@ -150,8 +150,10 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         "audit",
         cmd_audit,
         "re-run a submission's episodes and compare traces",
-        "Re-run all or a sample of the episodes and compare action traces, metrics, simulator version and\n"
-        "image digest with the stored ones; prints the verdict and every mismatch. Exit 1 on a mismatch.",
+        "Re-run all or a sample of the episodes of the submission's newest succeeded evaluation (a rerun, if\n"
+        "there is a newer one than the first) and compare action traces, metrics, simulator version and image\n"
+        "digest with the stored ones; prints which evaluation it audits, the verdict and every mismatch.\n"
+        "Exit 1 on a mismatch.",
         "  layersched admin audit 12\n  layersched admin audit 12 --sample 5\n  layersched admin audit 12 --no-wait\n",
     )
     p.add_argument("id", type=int, help="submission id")
@@ -325,18 +327,30 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 def cmd_audit(args: argparse.Namespace) -> int:
     with _client() as client:
         evaluation = client.admin_audit(args.id, sample=args.sample)
-        print(f"queued audit #{evaluation.id} of submission #{args.id}")
+        target = _audited(client, evaluation)
+        print(f"queued audit #{evaluation.id} of submission #{args.id}: it replays {target} and compares with it")
         if not args.wait:
             return 0
         final = _follow(client, evaluation.id)
+    against = f"evaluation #{final.audit_of}" if final.audit_of is not None else "its evaluation"
     if final.audit is None:
         detail = f": {final.error.category}: {final.error.message}" if final.error else ""
-        print(f"audit #{final.id} {final.state} without a verdict{detail}")
+        print(f"audit #{final.id} of {against} {final.state} without a verdict{detail}")
         return 1
-    print(f"audit #{final.id}: {final.audit.verdict}")
+    print(f"audit #{final.id} of {against}: {final.audit.verdict}")
     for mismatch in final.audit.mismatches:
         print(f"  mismatch: {mismatch}")
     return 0 if final.audit.verdict == "match" else 1
+
+
+def _audited(client: Any, audit: Any) -> str:
+    """Which evaluation an audit replays, in words: the server picks the submission's newest succeeded one, which
+    after a rerun is not the first (``audit 3`` replaying rerun #7 must say so)."""
+    if audit.audit_of is None:  # the audited evaluation was deleted meanwhile
+        return "the submission's newest succeeded evaluation"
+    target = client.admin_evaluation(audit.audit_of)
+    where = f" on {target.evalset_name!r}" if target.evalset_name else ""
+    return f"evaluation #{target.id} ({target.kind}{where}, the newest succeeded)"
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
@@ -391,7 +405,8 @@ def cmd_evaluation(args: argparse.Namespace) -> int:
         print(json.dumps(asdict(evaluation), indent=2))
         return 0
     e = evaluation
-    print(f"evaluation #{e.id} {e.kind} {e.state} {e.progress.done}/{e.progress.total}")
+    of = f" of evaluation #{e.audit_of}" if e.audit_of is not None else ""
+    print(f"evaluation #{e.id} {e.kind}{of} {e.state} {e.progress.done}/{e.progress.total}")
     print(f"  set {e.evalset_commitment}  sim {e.sim_version}  sandbox {e.sandbox}  image {e.image_digest or '-'}")
     print(f"  bundle {e.bundle_sha256}  started {e.started_at or '-'}  finished {e.finished_at or '-'}")
     if e.error:

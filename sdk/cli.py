@@ -532,8 +532,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"selected: no (layersched select {sub.id} makes it count for the final ranking)")
     print(f"bundle sha256: {sub.bundle_sha256}")
     for e in sub.evaluations:
+        of = f" of #{e.audit_of}" if e.audit_of is not None else ""
         print(
-            f"  evaluation #{e.id} {e.kind} {e.state} {e.progress.done}/{e.progress.total}:"
+            f"  evaluation #{e.id} {e.kind}{of} {e.state} {e.progress.done}/{e.progress.total}:"
             f" set {e.evalset_commitment[:12]}, sim {e.sim_version or '-'}, sandbox {e.sandbox or '-'},"
             f" image {_short_image(e.image_digest)}"
             + (f", error {e.error.category}: {e.error.message}" if e.error else "")

@@ -102,6 +102,9 @@ class Evaluation:
     finished_at: str | None = None
     error: ErrorInfo | None = None
     audit: AuditVerdict | None = None
+    evalset_name: str | None = None
+    # An audit's: the evaluation whose episodes it replays and compares with (the newest succeeded one).
+    audit_of: int | None = None
 
     @property
     def finished(self) -> bool:
