@@ -455,7 +455,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
             raise WaitTimeout(f"{exc}; follow it with: layersched status {submission.id}") from None
         finally:
             bar.close()
-    print(_outcome_line(final))
+        rank = _rank_text(client, final)
+    print(_outcome_line(final, rank))
     return 0 if final.state == "succeeded" else 1
 
 
@@ -470,9 +471,29 @@ LADDER_NOTE = (
 )
 
 
-def _outcome_line(sub: Any) -> str:
+def _rank_text(client: Any, sub: Any) -> str:
+    """The rank, or why there is none; asks the server for the board (and who you are) only when that is needed."""
+    from layersched.sdk.standing import rank_text
+
+    if sub.rank is not None or sub.disqualified is not None or sub.state != "succeeded":
+        return rank_text(sub, board=None)
+    board = client.leaderboard("public")
+    if board.frozen or any(r.participant == sub.owner and not r.baseline for r in board.rows):
+        return rank_text(sub, board=board)
+    me = client.me()
+    return rank_text(sub, board=board, owner_is_organiser=me.role == "organiser" and me.name == sub.owner)
+
+
+def _selection_text(client: Any, sub: Any) -> str:
+    from layersched.sdk.standing import selection_text
+
+    needs_list = not sub.selected and sub.disqualified is None and sub.score is not None
+    mine = [s for s in client.submissions(limit=200).data if s.owner == sub.owner] if needs_list else []
+    return selection_text(sub, mine=mine)
+
+
+def _outcome_line(sub: Any, rank: str) -> str:
     if sub.state == "succeeded" and sub.score is not None:
-        rank = f"rank {sub.rank}" if sub.rank is not None else "not ranked (not your best, or the board is frozen)"
         per = ", ".join(f"{k} {v:.3f}" for k, v in sub.score.per_scenario.items())
         score = sub.score
         return (
@@ -481,11 +502,12 @@ def _outcome_line(sub: Any) -> str:
             + (f"\n  per scenario: {per}" if per else "")
             + (f"\n{LADDER_NOTE}" if sub.score_revealed is False else "")
         )
+    dq = f", disqualified by the organisers: {sub.disqualified}" if sub.disqualified is not None else ""
     if sub.error is not None:
-        return f"#{sub.id} {sub.state}: {sub.error.category}: {sub.error.message} (details: layersched logs {sub.id})"
-    if sub.disqualified:
-        return f"#{sub.id} {sub.state}, disqualified: {sub.disqualified}"
-    return f"#{sub.id} {sub.state}"
+        return (
+            f"#{sub.id} {sub.state}: {sub.error.category}: {sub.error.message}{dq} (details: layersched logs {sub.id})"
+        )
+    return f"#{sub.id} {sub.state}{dq}"
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -507,7 +529,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                     s.state,
                     f"{s.progress.done}/{s.progress.total}",
                     f"{s.score.overall:.4f}" if s.score else "-",
-                    str(s.rank) if s.rank is not None else "-",
+                    str(s.rank) if s.rank is not None else "disqualified" if s.disqualified is not None else "-",
                     "yes" if s.selected else "-",
                     s.created_at[:19].replace("T", " "),
                 ]
@@ -518,18 +540,16 @@ def cmd_status(args: argparse.Namespace) -> int:
                 print(f"({len(page.data)} of {page.count}; --limit N for more)")
             return 0
         sub = client.submission(args.id)
-    if args.json:
-        _print_json(asdict(sub))
-        return 0
+        if args.json:
+            _print_json(asdict(sub))
+            return 0
+        rank, selection = _rank_text(client, sub), _selection_text(client, sub)
     print(f"#{sub.id} {sub.name!r} by {sub.owner}, created {sub.created_at}")
     if sub.description:
         print(f"  {sub.description}")
     print(f"state: {sub.state}, episodes {sub.progress.done}/{sub.progress.total}")
-    print(_outcome_line(sub))
-    if sub.selected:
-        print("selected: yes, it counts for the final ranking")
-    else:
-        print(f"selected: no (layersched select {sub.id} makes it count for the final ranking)")
+    print(_outcome_line(sub, rank))
+    print(selection)
     print(f"bundle sha256: {sub.bundle_sha256}")
     for e in sub.evaluations:
         of = f" of #{e.audit_of}" if e.audit_of is not None else ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import stat
@@ -252,7 +253,95 @@ def test_select_unselect_and_status_shows_the_selection(
     )
     assert run(capsys, "unselect", "1") == (0, "unselected #1 'first_fit'\n", "")
     code, out, _ = run(capsys, "status", "1")
-    assert "selected: no (layersched select 1 makes it count for the final ranking)\n" in out
+    assert (
+        "selected: no; you have selected none, so your best public submissions count for the final ranking; "
+        "layersched select 1 makes this one count\n"
+    ) in out
+    assert run(capsys, "select", "2")[0] == 0
+    code, out, _ = run(capsys, "status", "1")
+    assert (
+        "selected: no, it does not count for the final ranking (your selection: #2); layersched select 1 adds it\n"
+    ) in out
+    code, out, _ = run(capsys, "status", "3")
+    assert "selected: no; only a scored submission can be selected (this one is queued)\n" in out
+
+
+@pytest.mark.parametrize("server_settings", [{"daily_quota": 4, "max_in_flight": 4}], ids=["quota-4"])
+def test_select_failure_paths(capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path) -> None:
+    login(capsys, live_server)
+    for _ in range(3):
+        assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0
+    live_server.worker.run_pending()
+    assert run(capsys, "select", "1")[0] == 0
+    assert run(capsys, "select", "2")[0] == 0
+    code, _, err = run(capsys, "select", "3")
+    assert code == 1
+    assert error_line(err) == (
+        "error: alice has already selected 2 submissions (#1, #2), the most for the final ranking; unselect one first"
+    )
+    login(capsys, live_server, "bob")
+    for command in ("select", "unselect"):
+        code, _, err = run(capsys, command, "3")
+        assert code == 1
+        assert error_line(err) == "error: submission 3 does not exist"
+    login(capsys, live_server, "alice")
+    live_server.settings.submission_deadline = dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)  # the deadline passes
+    for command, verb in (("select", "selected"), ("unselect", "unselected")):
+        code, _, err = run(capsys, command, "1")
+        assert code == 1
+        assert error_line(err) == (
+            f"error: the submission deadline 2020-01-01T00:00:00+00:00 has passed; submission 1 cannot be {verb}"
+        )
+
+
+def test_status_of_a_disqualified_submission_says_so_and_why(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path
+) -> None:
+    login(capsys, live_server)
+    assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0
+    live_server.worker.run_pending()
+    login(capsys, live_server, "olga")
+    assert run(capsys, "admin", "disqualify", "1", "--reason", "reads the evaluation-set file")[0] == 0
+    login(capsys, live_server)
+    code, out, _ = run(capsys, "status", "1")
+    assert code == 0
+    assert (
+        "#1 succeeded: score 0.9800 (95% CI 0.9500-1.0100, ratio to Greedy, lower is better), "
+        "not ranked: disqualified by the organisers: reads the evaluation-set file\n"
+    ) in out
+    assert "selected: no; a disqualified submission cannot count for the final ranking\n" in out
+    _code, out, _ = run(capsys, "status")
+    assert out.splitlines()[1].split()[:6] == ["#1", "first_fit", "succeeded", "2/2", "0.9800", "disqualified"]
+
+
+@pytest.mark.parametrize("server_settings", [{"daily_quota": 3, "max_in_flight": 3}], ids=["quota-3"])
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("not-best", "not ranked: not your best; the board shows one submission per participant, your #1 at rank 1"),
+        ("frozen", "not ranked: the board is frozen; results since the freeze rank when an organiser unfreezes it"),
+        ("organiser", "not ranked: organisers' submissions never rank"),
+    ],
+    ids=["not-your-best", "board-frozen", "organiser"],
+)
+def test_status_says_why_a_succeeded_submission_has_no_rank(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path, case: str, expected: str
+) -> None:
+    live_server.worker.overall[:] = [0.95, 0.99]  # the second is worse than the first
+    user = "olga" if case == "organiser" else "alice"
+    login(capsys, live_server, user)
+    assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0
+    live_server.worker.run_pending()
+    if case == "frozen":
+        login(capsys, live_server, "olga")
+        assert run(capsys, "admin", "freeze")[0] == 0
+        login(capsys, live_server, user)
+        live_server.worker.overall[:] = [0.90]  # better, but after the freeze
+    assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0
+    live_server.worker.run_pending()
+    code, out, _ = run(capsys, "status", "2")
+    assert code == 0
+    assert out.splitlines()[2].endswith(f"lower is better), {expected}"), out
 
 
 @pytest.mark.parametrize("server_settings", [{"public_ladder_step": 0.05}], ids=["ladder-0.05"])
