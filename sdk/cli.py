@@ -435,6 +435,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     with Client.from_config(config) as client:
+        _check_allowance(client)
         with ProgressBar("upload", len(bundle.data), unit="bytes") as bar:
             submission = client.submit(
                 bundle, name=name, description=args.message, on_progress=lambda sent, total: bar.update(sent, total)
@@ -458,6 +459,18 @@ def cmd_submit(args: argparse.Namespace) -> int:
         rank = _rank_text(client, final)
     print(_outcome_line(final, rank))
     return 0 if final.state == "succeeded" else 1
+
+
+def _check_allowance(client: Any) -> None:
+    """A wrong token, a used-up quota or closed uploads, told before the upload rather than after it."""
+    from layersched.sdk.errors import NotFound
+
+    try:
+        allowance = client.allowance()
+    except NotFound:  # a server older than GET /me/allowance: at least the token is checked first
+        client.me()
+        return
+    allowance.raise_if_refused()
 
 
 def _default_name(path: Path) -> str:

@@ -51,6 +51,32 @@ class Me:
 
 
 @dataclass(frozen=True)
+class Refusal:
+    """The error that an upload made now would get: the HTTP status and the error body's code and message,
+    word for word (the server runs the upload's own checks)."""
+
+    status: int
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """``GET /me/allowance``: whether an upload made now would be accepted, and the counts behind it."""
+
+    submissions_today: int
+    daily_quota: int
+    in_flight: int
+    max_in_flight: int
+    refusal: Refusal | None = None
+
+    def raise_if_refused(self) -> None:
+        """Raise the error the upload would get (``QuotaExceeded``, ``Conflict``, ...), before anything is sent."""
+        if self.refusal is not None:
+            raise error_for(self.refusal.status, self.refusal.code, self.refusal.message)
+
+
+@dataclass(frozen=True)
 class User:
     id: int
     name: str
@@ -261,6 +287,10 @@ class Client:
 
     def me(self) -> Me:
         return _decode(Me, self._request("GET", "/me"), "me")
+
+    def allowance(self) -> Allowance:
+        """Whether an upload would be accepted now (``GET /me/allowance``); a wrong token fails here (``AuthError``)."""
+        return _decode(Allowance, self._request("GET", "/me/allowance"), "allowance")
 
     def submit(
         self,

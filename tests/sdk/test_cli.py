@@ -382,6 +382,33 @@ def test_quota_exceeded(capsys: pytest.CaptureFixture[str], live_server: LiveSer
     assert code == 1
     assert "submitted" not in out
     assert error_line(err).startswith("error: daily quota of 2 submissions used (2 today)")
+    assert "upload [" not in err  # refused before a byte of the bundle was sent
+
+
+def test_a_wrong_token_is_refused_before_the_upload(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAYERSCHED_SERVER", live_server.url)
+    monkeypatch.setenv("LAYERSCHED_TOKEN", "lst_0000_nope")
+    code, out, err = run(capsys, "submit", str(policy_file), "--no-wait")
+    assert (code, out) == (1, "")
+    assert error_line(err) == (
+        "error: the bearer token is unknown or revoked (run `layersched login --server URL --token TOKEN` "
+        "or set LAYERSCHED_SERVER and LAYERSCHED_TOKEN)"
+    )
+    assert "upload [" not in err
+    assert live_server.worker.calls == []
+
+
+def test_closed_uploads_are_refused_before_the_upload(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path
+) -> None:
+    login(capsys, live_server)
+    live_server.settings.submission_deadline = dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)
+    code, _, err = run(capsys, "submit", str(policy_file), "--no-wait")
+    assert code == 1
+    assert error_line(err) == "error: the submission deadline 2020-01-01T00:00:00+00:00 has passed; uploads are closed"
+    assert "upload [" not in err
 
 
 def test_syntax_error_is_refused_before_upload(
