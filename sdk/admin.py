@@ -106,8 +106,8 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         "create or reveal evaluation sets",
         "`new` creates a real set with fresh secret keys locally (never committed) and prints its\n"
         "commitment; `reveal` makes a set public on the server after the challenge.",
-        "  layersched admin evalset new --from hidden_seeds/challenge.template.toml "
-        "--out hidden_seeds/private/final.toml\n  layersched admin evalset reveal final\n",
+        "  layersched admin evalset new --from hidden_seeds/challenge-example.toml "
+        "--out hidden_seeds/private/spring.toml\n  layersched admin evalset reveal spring\n",
     )
     ev_actions = evalset.add_subparsers(dest="evalset_command", metavar="ACTION")
     ev_actions.required = True
@@ -117,19 +117,25 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         cmd_evalset_new,
         "create a set with fresh keys from a template",
         "Fill a template's `generate` entries with fresh 256-bit keys, write the set (mode 0600, refused\n"
-        "where git would track it) and print the commitment to publish.",
-        "  layersched admin evalset new --from hidden_seeds/challenge.template.toml "
-        "--out hidden_seeds/private/final.toml\n",
+        "where git would track it) and print the commitment to publish. The set is named after the output\n"
+        "file (spring.toml: spring) unless --name says otherwise: the board shows that name and\n"
+        "`admin rerun --evalset` and `admin evalset reveal` take it.",
+        "  layersched admin evalset new --from hidden_seeds/challenge-example.toml "
+        "--out hidden_seeds/private/spring.toml\n"
+        "  layersched admin evalset new --from hidden_seeds/challenge-example.toml "
+        "--out hidden_seeds/private/s.toml --name spring-2027\n",
     )
     p.add_argument("--from", dest="template", type=Path, required=True, help="template file (template = true)")
     p.add_argument("--out", type=Path, required=True, help="where to write the set (git must ignore it)")
+    p.add_argument("--name", help="the set's name (default: the output file's name without .toml)")
     p = add(
         ev_actions,
         "reveal",
         cmd_evalset_reveal,
         "reveal NAME on the server",
-        "Publish a set's keys.",
-        "  layersched admin evalset reveal final\n",
+        "Mark a set revealed on the server, after the challenge; then publish its file, so that anyone can check\n"
+        "it against the commitment published before (`layersched evalset verify FILE COMMITMENT`).",
+        "  layersched admin evalset reveal spring\n",
     )
     p.add_argument("name", help="evaluation set name")
 
@@ -287,12 +293,27 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
 
 
 def cmd_evalset_new(args: argparse.Namespace) -> int:
+    from layersched.sim.errors import EvalSetError
     from layersched.sim.evalset import new_evalset
 
-    evalset = new_evalset(args.template, args.out)
+    # Named after the file by default: the template's own name (challenge-example) would otherwise reach the board.
+    name = args.name or args.out.stem
+    try:
+        evalset = new_evalset(args.template, args.out, name=name)
+    except EvalSetError as exc:
+        if args.name is None and f"got {name!r}" in str(exc):  # the file's name does not make a set's name
+            raise EvalSetError(f"{exc} (name it with --name)") from None
+        raise
     episodes = sum(len(sc.episodes) for sc in evalset.scenarios)
-    print(f"wrote {args.out} (mode 0600): {len(evalset.scenarios)} scenarios, {episodes} episodes")
-    print(f"commitment (publish this now; verify later with `layersched evalset verify`): {evalset.commitment}")
+    print(
+        f"wrote {args.out} (mode 0600): evaluation set {evalset.name!r}, {len(evalset.scenarios)} scenarios, "
+        f"{episodes} episodes"
+    )
+    print(f"commitment (publish this now, before the challenge): {evalset.commitment}")
+    print(
+        f"at the end: `layersched admin evalset reveal {evalset.name}` and publish {args.out.name}; then anyone "
+        f"checks it with `layersched evalset verify {args.out.name} {evalset.commitment}`"
+    )
     return 0
 
 

@@ -16,6 +16,9 @@ import pytest
 from layersched.sdk.cli import main
 from tests.sdk.conftest import LiveServer, Worker
 
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE_TEMPLATE = REPO / "hidden_seeds" / "challenge-example.toml"
+
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     code = main(list(args))
@@ -613,14 +616,61 @@ def test_admin_evalset_new_prints_a_commitment_that_verifies(
     out_path = tmp_path / "private" / "final.toml"
     code, out, err = run(capsys, "admin", "evalset", "new", "--from", str(template), "--out", str(out_path))
     assert code == 0, err
-    first, second = out.splitlines()
-    assert first == f"wrote {out_path} (mode 0600): 1 scenarios, 3 episodes"
+    first, second, third = out.splitlines()
+    assert first == f"wrote {out_path} (mode 0600): evaluation set 'final', 1 scenarios, 3 episodes"
     commitment = second.rsplit(": ", 1)[1]
+    assert third == (
+        "at the end: `layersched admin evalset reveal final` and publish final.toml; then anyone checks it with "
+        f"`layersched evalset verify final.toml {commitment}`"
+    )
     assert stat.S_IMODE(out_path.stat().st_mode) == 0o600
     assert run(capsys, "evalset", "verify", str(out_path), commitment)[0] == 0
     code, _, err = run(capsys, "admin", "evalset", "new", "--from", str(template), "--out", str(out_path))
     assert code == 1
     assert error_line(err) == f"error: {out_path} already exists; refusing to overwrite an evaluation set"
+
+
+@pytest.mark.parametrize(
+    ("out_name", "options", "expected"),
+    [("spring.toml", [], "spring"), ("s.toml", ["--name", "spring-2027"], "spring-2027")],
+    ids=["file-stem", "name-option"],
+)
+def test_admin_evalset_new_names_the_set_after_the_file_or_the_option(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, out_name: str, options: list[str], expected: str
+) -> None:
+    from layersched.sim.evalset import load_evalset
+
+    out_path = tmp_path / "private" / out_name
+    code, out, err = run(
+        capsys, "admin", "evalset", "new", "--from", str(EXAMPLE_TEMPLATE), "--out", str(out_path), *options
+    )
+    assert code == 0, err
+    assert load_evalset(out_path).name == expected
+    assert f"evaluation set {expected!r}, 5 scenarios, 150 episodes" in out.splitlines()[0]
+
+
+def test_admin_evalset_new_refuses_a_name_that_is_not_one(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out_path = tmp_path / "private" / "my set.toml"
+    code, _, err = run(capsys, "admin", "evalset", "new", "--from", str(EXAMPLE_TEMPLATE), "--out", str(out_path))
+    assert code == 1
+    assert error_line(err) == (
+        f"error: {EXAMPLE_TEMPLATE}: evaluation set name must be 1-64 letters, digits, '.', '_' or '-', starting "
+        "with a letter or digit, got 'my set' (name it with --name)"
+    )
+    assert not out_path.exists()
+
+
+def test_admin_evalset_help_cites_a_template_that_exists(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in (["admin", "evalset"], ["admin", "evalset", "new"]):
+        with pytest.raises(SystemExit):
+            main([*command, "--help"])
+        cited = {
+            word
+            for word in capsys.readouterr().out.split()
+            if word.startswith("hidden_seeds/") and "private" not in word
+        }
+        assert cited == {"hidden_seeds/challenge-example.toml"}, command
+        assert (REPO / "hidden_seeds" / "challenge-example.toml").is_file()
 
 
 def test_unwritable_directory_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
