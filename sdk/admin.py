@@ -3,7 +3,7 @@
 They go through the HTTP API with an organiser token (``layersched login`` as an organiser), except two that
 cannot: ``admin evalset new`` writes a secret file on the organiser's machine (``layersched.sim.evalset``), and
 ``admin user add --bootstrap`` creates the very first organiser directly in the server's database, before any
-token exists (it needs the server's settings, e.g. ``LAYERSCHED_DATABASE_URL``, and the ``server`` extra).
+token exists (``layersched.sdk.bootstrap``: which database, its schema, the ``server`` extra).
 """
 
 from __future__ import annotations
@@ -17,17 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from layersched.sdk.config import load_config
-from layersched.sdk.errors import ConfigError, LayerschedError
+from layersched.sdk.errors import ConfigError
 from layersched.sdk.progress import ProgressBar
 
 Handler = Callable[[argparse.Namespace], int]
 AddCommand = Callable[..., argparse.ArgumentParser]
-
-# The seam for bootstrapping: the server-side ``add_user(*, name, email, role) -> CreatedUser`` (``.id``,
-# ``.token``), which uses the server's own settings and database. Imported by name, and only for --bootstrap, so the
-# SDK never needs the server's dependencies otherwise.
-BOOTSTRAP_MODULE = "layersched.server.admin"
-BOOTSTRAP_FUNCTION = "add_user"
 
 
 def add_admin_parser(sub: Any, add: AddCommand) -> None:
@@ -61,14 +55,24 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         cmd_user_add,
         "create an account and print its token (shown once)",
         "Create a participant or organiser through the API. --bootstrap creates the first organiser\n"
-        "directly in the server's database (run it where the server's settings are).",
+        "directly in the server's database, on the server host: LAYERSCHED_DATABASE_URL's, else the one of\n"
+        "`layersched serve --data-dir DIR` (default ./var). It names the database and brings its schema up\n"
+        "to date first, so it may come before the first `serve`.",
         "  layersched admin user add --name Ada --email ada@example.org\n"
-        "  layersched admin user add --name Root --email root@example.org --role organiser --bootstrap\n",
+        "  layersched admin user add --name Root --email root@example.org --role organiser --bootstrap\n"
+        "  layersched admin user add --name Root --email root@example.org --role organiser --bootstrap "
+        "--data-dir /srv/layersched\n",
     )
     p.add_argument("--name", required=True, help="display name (shown on the leaderboard)")
     p.add_argument("--email", required=True, help="contact address")
     p.add_argument("--role", choices=("participant", "organiser"), default="participant", help="default participant")
     p.add_argument("--bootstrap", action="store_true", help="write to the server's database directly (no token yet)")
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        help="with --bootstrap: the database of `layersched serve --data-dir DIR` (default: LAYERSCHED_DATABASE_URL, "
+        "else ./var)",
+    )
 
     token = add(
         actions,
@@ -242,7 +246,17 @@ def _client() -> Any:
 
 def cmd_user_add(args: argparse.Namespace) -> int:
     if args.bootstrap:
-        user_id, token = _bootstrap_user(name=args.name, email=args.email, role=args.role)
+        from layersched.sdk.bootstrap import bootstrap_user
+
+        user_id, token = bootstrap_user(
+            name=args.name,
+            email=args.email,
+            role=args.role,
+            data_dir=args.data_dir,
+            say=lambda line: print(line, file=sys.stderr),
+        )
+    elif args.data_dir is not None:
+        raise ConfigError("--data-dir goes with --bootstrap (without it, the user is created through the API)")
     else:
         with _client() as client:
             created = client.admin_create_user(name=args.name, email=args.email, role=args.role)
@@ -250,32 +264,6 @@ def cmd_user_add(args: argparse.Namespace) -> int:
     print(f"created {args.role} #{user_id} {args.name} <{args.email}>")
     print(f"token (shown once, store it now): {token}")
     return 0
-
-
-def _bootstrap_user(*, name: str, email: str, role: str) -> tuple[int, str]:
-    import importlib
-
-    try:
-        module = importlib.import_module(BOOTSTRAP_MODULE)
-        create = getattr(module, BOOTSTRAP_FUNCTION)
-    except (ImportError, AttributeError):
-        raise ConfigError(
-            f"--bootstrap needs the server installed (pip install 'layersched[server]') and "
-            f"{BOOTSTRAP_MODULE}.{BOOTSTRAP_FUNCTION}; without it, use an organiser token and drop --bootstrap"
-        ) from None
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from layersched.server.errors import ServiceError
-
-    try:
-        created = create(name=name, email=email, role=role)
-    except ServiceError as exc:
-        raise LayerschedError(exc.message) from None
-    except SQLAlchemyError as exc:
-        orig = getattr(exc, "orig", None)
-        reason = str(orig) if orig is not None else type(exc).__name__
-        raise LayerschedError(f"the server's database refused the new user: {reason}") from None
-    return int(created.id), str(created.token)
 
 
 def cmd_token_new(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ import os
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -566,6 +567,105 @@ def test_admin_bootstrap_uses_the_server_function(
     login_code, login_out, _ = run(capsys, "login", "--server", live_server.url, "--token", token)
     assert login_code == 0
     assert " as root (organiser;" in login_out
+
+
+@pytest.fixture
+def fresh_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A folder with no database and no LAYERSCHED_DATABASE_URL: the server's settings read afresh."""
+    from layersched.server.config import get_settings
+
+    host = tmp_path / "host"
+    host.mkdir()
+    monkeypatch.chdir(host)
+    monkeypatch.delenv("LAYERSCHED_DATABASE_URL", raising=False)
+    get_settings.cache_clear()
+    yield host
+    get_settings.cache_clear()
+
+
+def bootstrap(capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str, str]:
+    return run(
+        capsys, "admin", "user", "add", "--name", "root", "--email", "r@example.org", "--role", "organiser",
+        "--bootstrap", *extra,
+    )  # fmt: skip
+
+
+def token_owner(database: Path, token: str) -> str:
+    from layersched.server import storage
+    from layersched.server.db import make_engine, make_sessionmaker, session_scope
+
+    engine = make_engine(f"sqlite:///{database}")
+    try:
+        with session_scope(make_sessionmaker(engine)) as session:
+            found = storage.authenticate(session=session, token=token)
+            assert found is not None
+            return str(found.name)
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize(
+    ("extra", "where", "source"),
+    [
+        ([], "var", "the default: `layersched serve`'s ./var in this folder; choose with --data-dir DIR or "
+         "LAYERSCHED_DATABASE_URL"),
+        (["--data-dir", "srv"], "srv", "--data-dir srv, as `layersched serve --data-dir srv` uses"),
+    ],
+    ids=["default-var", "data-dir"],
+)  # fmt: skip
+def test_bootstrap_on_a_fresh_host_creates_the_schema_and_names_the_database(
+    capsys: pytest.CaptureFixture[str], fresh_host: Path, extra: list[str], where: str, source: str
+) -> None:
+    code, out, err = bootstrap(capsys, *extra)
+    assert code == 0, err
+    database = fresh_host / where / "layersched.db"
+    assert err.splitlines() == [
+        f"database: sqlite:///{database} ({source})",
+        "database schema up to date (alembic upgrade head)",
+    ]
+    token = out.splitlines()[1].split(": ", 1)[1]
+    assert token_owner(database, token) == "root"
+    code, _, err = run(
+        capsys, "admin", "user", "add", "--name", "ada", "--email", "a@example.org", "--bootstrap", *extra
+    )  # the second run finds the schema in place
+    assert code == 0, err
+
+
+def test_bootstrap_refuses_two_databases(
+    capsys: pytest.CaptureFixture[str], fresh_host: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAYERSCHED_DATABASE_URL", f"sqlite:///{fresh_host / 'a.db'}")
+    code, _, err = bootstrap(capsys, "--data-dir", "b")
+    assert code == 1
+    assert error_line(err) == (
+        f"error: LAYERSCHED_DATABASE_URL (sqlite:///{fresh_host / 'a.db'}) and --data-dir b name two databases; "
+        "give one of them"
+    )
+    assert list(fresh_host.iterdir()) == []
+
+
+def test_bootstrap_names_an_unreachable_database_without_its_password(
+    capsys: pytest.CaptureFixture[str], fresh_host: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAYERSCHED_DATABASE_URL", "postgresql+psycopg://olga:s3cret@127.0.0.1:1/layersched")
+    code, _, err = bootstrap(capsys)
+    assert code == 1
+    assert err.splitlines()[0] == (
+        "database: postgresql+psycopg://olga:***@127.0.0.1:1/layersched (from LAYERSCHED_DATABASE_URL)"
+    )
+    assert error_line(err).startswith(
+        "error: cannot bring the database postgresql+psycopg://olga:***@127.0.0.1:1/layersched up to date: "
+    )
+    assert "s3cret" not in err
+
+
+def test_data_dir_goes_with_bootstrap(capsys: pytest.CaptureFixture[str], fresh_host: Path) -> None:
+    code, _, err = run(capsys, "admin", "user", "add", "--name", "a", "--email", "a@x.org", "--data-dir", "srv")
+    assert code == 1
+    assert error_line(err) == (
+        "error: --data-dir goes with --bootstrap (without it, the user is created through the API)"
+    )
+    assert list(fresh_host.iterdir()) == []
 
 
 # ---------------------------------------------------------------------------------------------- local commands
