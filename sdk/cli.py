@@ -681,7 +681,23 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"layersched worker needs the server extra (missing module {exc.name!r}): pip install 'layersched[server]'"
         ) from None
-    run_worker(args.celery_args)
+    from click.exceptions import ClickException
+
+    from layersched.server.config import get_settings
+    from layersched.server.db import display_url
+
+    # A worker never migrates (several may start at once, on several hosts); it says which database it uses and who
+    # brings that database's schema up to date.
+    print(
+        f"layersched: database {display_url(get_settings().database_url)} (its schema is brought up to date by "
+        "`layersched serve`, `layersched admin user add --bootstrap` or `alembic upgrade head`, not by a worker)",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        run_worker(args.celery_args)
+    except ClickException as exc:  # Celery's own command line refused an argument given after --
+        raise ConfigError(f"celery worker: {exc.format_message()}") from None
     return 0
 
 

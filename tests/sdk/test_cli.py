@@ -668,6 +668,21 @@ def test_data_dir_goes_with_bootstrap(capsys: pytest.CaptureFixture[str], fresh_
     assert list(fresh_host.iterdir()) == []
 
 
+def test_worker_names_its_database_and_refuses_a_bad_celery_argument_in_one_line(tmp_path: Path) -> None:
+    database = tmp_path / "w.db"
+    env = dict(os.environ, LAYERSCHED_DATABASE_URL=f"sqlite:///{database}", LAYERSCHED_CONFIG=str(tmp_path / "c.json"))
+    result = subprocess.run(
+        [*_console_script(), "worker", "--", "--no-such-flag"],
+        capture_output=True, text=True, env=env, timeout=120, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"layersched: database sqlite:///{database} (its schema is brought up to date by `layersched serve`, "
+        "`layersched admin user add --bootstrap` or `alembic upgrade head`, not by a worker)",
+        "error: celery worker: No such option '--no-such-flag'.",
+    ]
+
+
 # ---------------------------------------------------------------------------------------------- local commands
 
 
