@@ -412,30 +412,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     from layersched.sdk.client import Client, Submission
-    from layersched.sdk.validate import static_check
 
     config = load_config()
     config.require_server()
     config.require_token()
-    report = static_check(args.path)
-    if report.bundle is None:  # bundling itself failed: nothing to upload
-        raise LayerschedError(report.findings[-1].message)
-    bundle = report.bundle
-    problems = [f.message for f in report.findings if f.level == "error"]
-    for f in report.findings:
-        if f.level == "warning":
-            print(f"warning: {f.message}", file=sys.stderr)
-    if problems and not args.skip_checks:
-        more = f" (and {len(problems) - 1} more; run layersched validate)" if len(problems) > 1 else ""
-        raise LayerschedError(f"not uploaded: {problems[0]}{more}")
-    name = args.name or _default_name(args.path)
-    print(
-        f"bundle {bundle.filename}: {len(bundle.files)} file(s), {format_bytes(bundle.unpacked_bytes)}, "
-        f"sha256 {bundle.sha256[:12]}",
-        file=sys.stderr,
-    )
     with Client.from_config(config) as client:
+        # The server's refusals first (token, quota, closed uploads): they need no bundle, and bundling a large
+        # policy takes seconds.
         _check_allowance(client)
+        bundle = _checked_bundle(args.path, skip_checks=args.skip_checks)
+        name = args.name or _default_name(args.path)
         with ProgressBar("upload", len(bundle.data), unit="bytes") as bar:
             submission = client.submit(
                 bundle, name=name, description=args.message, on_progress=lambda sent, total: bar.update(sent, total)
@@ -459,6 +445,29 @@ def cmd_submit(args: argparse.Namespace) -> int:
         rank = _rank_text(client, final)
     print(_outcome_line(final, rank))
     return 0 if final.state == "succeeded" else 1
+
+
+def _checked_bundle(path: Path, *, skip_checks: bool) -> Any:
+    """The bundle of ``path`` once the local static checks pass (or are skipped); their warnings go to stderr."""
+    from layersched.sdk.validate import static_check
+
+    report = static_check(path)
+    if report.bundle is None:  # bundling itself failed: nothing to upload
+        raise LayerschedError(report.findings[-1].message)
+    bundle = report.bundle
+    problems = [f.message for f in report.findings if f.level == "error"]
+    for f in report.findings:
+        if f.level == "warning":
+            print(f"warning: {f.message}", file=sys.stderr)
+    if problems and not skip_checks:
+        more = f" (and {len(problems) - 1} more; run layersched validate)" if len(problems) > 1 else ""
+        raise LayerschedError(f"not uploaded: {problems[0]}{more}")
+    print(
+        f"bundle {bundle.filename}: {len(bundle.files)} file(s), {format_bytes(bundle.unpacked_bytes)}, "
+        f"sha256 {bundle.sha256[:12]}",
+        file=sys.stderr,
+    )
+    return bundle
 
 
 def _check_allowance(client: Any) -> None:

@@ -387,6 +387,7 @@ def test_quota_exceeded(capsys: pytest.CaptureFixture[str], live_server: LiveSer
     assert "submitted" not in out
     assert error_line(err).startswith("error: daily quota of 2 submissions used (2 today)")
     assert "upload [" not in err  # refused before a byte of the bundle was sent
+    assert "bundle first_fit.py" not in err  # and before the bundle was even made
 
 
 def test_a_wrong_token_is_refused_before_the_upload(
@@ -400,7 +401,7 @@ def test_a_wrong_token_is_refused_before_the_upload(
         "error: the bearer token is unknown or revoked (run `layersched login --server URL --token TOKEN` "
         "or set LAYERSCHED_SERVER and LAYERSCHED_TOKEN)"
     )
-    assert "upload [" not in err
+    assert "upload [" not in err and "bundle first_fit.py" not in err
     assert live_server.worker.calls == []
 
 
@@ -412,7 +413,7 @@ def test_closed_uploads_are_refused_before_the_upload(
     code, _, err = run(capsys, "submit", str(policy_file), "--no-wait")
     assert code == 1
     assert error_line(err) == "error: the submission deadline 2020-01-01T00:00:00+00:00 has passed; uploads are closed"
-    assert "upload [" not in err
+    assert "upload [" not in err and "bundle first_fit.py" not in err
 
 
 def test_syntax_error_is_refused_before_upload(
