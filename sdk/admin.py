@@ -3,7 +3,7 @@
 They go through the HTTP API with an organiser token (``layersched login`` as an organiser), except two that
 cannot: ``admin evalset new`` writes a secret file on the organiser's machine (``layersched.sim.evalset``), and
 ``admin user add --bootstrap`` creates the very first organiser directly in the server's database, before any
-token exists (it needs the server's settings, e.g. ``LAYERSCHED_DATABASE_URL``, and the ``server`` extra).
+token exists (``layersched.sdk.bootstrap``: which database, its schema, the ``server`` extra).
 """
 
 from __future__ import annotations
@@ -17,17 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from layersched.sdk.config import load_config
-from layersched.sdk.errors import ConfigError, LayerschedError
+from layersched.sdk.errors import ConfigError
 from layersched.sdk.progress import ProgressBar
 
 Handler = Callable[[argparse.Namespace], int]
 AddCommand = Callable[..., argparse.ArgumentParser]
-
-# The seam for bootstrapping: the server-side ``add_user(*, name, email, role) -> CreatedUser`` (``.id``,
-# ``.token``), which uses the server's own settings and database. Imported by name, and only for --bootstrap, so the
-# SDK never needs the server's dependencies otherwise.
-BOOTSTRAP_MODULE = "layersched.server.admin"
-BOOTSTRAP_FUNCTION = "add_user"
 
 
 def add_admin_parser(sub: Any, add: AddCommand) -> None:
@@ -61,14 +55,24 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         cmd_user_add,
         "create an account and print its token (shown once)",
         "Create a participant or organiser through the API. --bootstrap creates the first organiser\n"
-        "directly in the server's database (run it where the server's settings are).",
+        "directly in the server's database, on the server host: LAYERSCHED_DATABASE_URL's, else the one of\n"
+        "`layersched serve --data-dir DIR` (default ./var). It names the database and brings its schema up\n"
+        "to date first, so it may come before the first `serve`.",
         "  layersched admin user add --name Ada --email ada@example.org\n"
-        "  layersched admin user add --name Root --email root@example.org --role organiser --bootstrap\n",
+        "  layersched admin user add --name Root --email root@example.org --role organiser --bootstrap\n"
+        "  layersched admin user add --name Root --email root@example.org --role organiser --bootstrap "
+        "--data-dir /srv/layersched\n",
     )
     p.add_argument("--name", required=True, help="display name (shown on the leaderboard)")
     p.add_argument("--email", required=True, help="contact address")
     p.add_argument("--role", choices=("participant", "organiser"), default="participant", help="default participant")
     p.add_argument("--bootstrap", action="store_true", help="write to the server's database directly (no token yet)")
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        help="with --bootstrap: the database of `layersched serve --data-dir DIR` (default: LAYERSCHED_DATABASE_URL, "
+        "else ./var)",
+    )
 
     token = add(
         actions,
@@ -106,8 +110,8 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         "create or reveal evaluation sets",
         "`new` creates a real set with fresh secret keys locally (never committed) and prints its\n"
         "commitment; `reveal` makes a set public on the server after the challenge.",
-        "  layersched admin evalset new --from hidden_seeds/challenge.template.toml "
-        "--out hidden_seeds/private/final.toml\n  layersched admin evalset reveal final\n",
+        "  layersched admin evalset new --from hidden_seeds/challenge-example.toml "
+        "--out hidden_seeds/private/spring.toml\n  layersched admin evalset reveal spring\n",
     )
     ev_actions = evalset.add_subparsers(dest="evalset_command", metavar="ACTION")
     ev_actions.required = True
@@ -117,19 +121,25 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         cmd_evalset_new,
         "create a set with fresh keys from a template",
         "Fill a template's `generate` entries with fresh 256-bit keys, write the set (mode 0600, refused\n"
-        "where git would track it) and print the commitment to publish.",
-        "  layersched admin evalset new --from hidden_seeds/challenge.template.toml "
-        "--out hidden_seeds/private/final.toml\n",
+        "where git would track it) and print the commitment to publish. The set is named after the output\n"
+        "file (spring.toml: spring) unless --name says otherwise: the board shows that name and\n"
+        "`admin rerun --evalset` and `admin evalset reveal` take it.",
+        "  layersched admin evalset new --from hidden_seeds/challenge-example.toml "
+        "--out hidden_seeds/private/spring.toml\n"
+        "  layersched admin evalset new --from hidden_seeds/challenge-example.toml "
+        "--out hidden_seeds/private/s.toml --name spring-2027\n",
     )
     p.add_argument("--from", dest="template", type=Path, required=True, help="template file (template = true)")
     p.add_argument("--out", type=Path, required=True, help="where to write the set (git must ignore it)")
+    p.add_argument("--name", help="the set's name (default: the output file's name without .toml)")
     p = add(
         ev_actions,
         "reveal",
         cmd_evalset_reveal,
         "reveal NAME on the server",
-        "Publish a set's keys.",
-        "  layersched admin evalset reveal final\n",
+        "Mark a set revealed on the server, after the challenge; then publish its file, so that anyone can check\n"
+        "it against the commitment published before (`layersched evalset verify FILE COMMITMENT`).",
+        "  layersched admin evalset reveal spring\n",
     )
     p.add_argument("name", help="evaluation set name")
 
@@ -150,8 +160,10 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         "audit",
         cmd_audit,
         "re-run a submission's episodes and compare traces",
-        "Re-run all or a sample of the episodes and compare action traces, metrics, simulator version and\n"
-        "image digest with the stored ones; prints the verdict and every mismatch. Exit 1 on a mismatch.",
+        "Re-run all or a sample of the episodes of the submission's newest succeeded evaluation (a rerun, if\n"
+        "there is a newer one than the first) and compare action traces, metrics, simulator version and image\n"
+        "digest with the stored ones; prints which evaluation it audits, the verdict and every mismatch.\n"
+        "Exit 1 on a mismatch.",
         "  layersched admin audit 12\n  layersched admin audit 12 --sample 5\n  layersched admin audit 12 --no-wait\n",
     )
     p.add_argument("id", type=int, help="submission id")
@@ -234,7 +246,17 @@ def _client() -> Any:
 
 def cmd_user_add(args: argparse.Namespace) -> int:
     if args.bootstrap:
-        user_id, token = _bootstrap_user(name=args.name, email=args.email, role=args.role)
+        from layersched.sdk.bootstrap import bootstrap_user
+
+        user_id, token = bootstrap_user(
+            name=args.name,
+            email=args.email,
+            role=args.role,
+            data_dir=args.data_dir,
+            say=lambda line: print(line, file=sys.stderr),
+        )
+    elif args.data_dir is not None:
+        raise ConfigError("--data-dir goes with --bootstrap (without it, the user is created through the API)")
     else:
         with _client() as client:
             created = client.admin_create_user(name=args.name, email=args.email, role=args.role)
@@ -242,32 +264,6 @@ def cmd_user_add(args: argparse.Namespace) -> int:
     print(f"created {args.role} #{user_id} {args.name} <{args.email}>")
     print(f"token (shown once, store it now): {token}")
     return 0
-
-
-def _bootstrap_user(*, name: str, email: str, role: str) -> tuple[int, str]:
-    import importlib
-
-    try:
-        module = importlib.import_module(BOOTSTRAP_MODULE)
-        create = getattr(module, BOOTSTRAP_FUNCTION)
-    except (ImportError, AttributeError):
-        raise ConfigError(
-            f"--bootstrap needs the server installed (pip install 'layersched[server]') and "
-            f"{BOOTSTRAP_MODULE}.{BOOTSTRAP_FUNCTION}; without it, use an organiser token and drop --bootstrap"
-        ) from None
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from layersched.server.errors import ServiceError
-
-    try:
-        created = create(name=name, email=email, role=role)
-    except ServiceError as exc:
-        raise LayerschedError(exc.message) from None
-    except SQLAlchemyError as exc:
-        orig = getattr(exc, "orig", None)
-        reason = str(orig) if orig is not None else type(exc).__name__
-        raise LayerschedError(f"the server's database refused the new user: {reason}") from None
-    return int(created.id), str(created.token)
 
 
 def cmd_token_new(args: argparse.Namespace) -> int:
@@ -285,12 +281,27 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
 
 
 def cmd_evalset_new(args: argparse.Namespace) -> int:
+    from layersched.sim.errors import EvalSetError
     from layersched.sim.evalset import new_evalset
 
-    evalset = new_evalset(args.template, args.out)
+    # Named after the file by default: the template's own name (challenge-example) would otherwise reach the board.
+    name = args.name or args.out.stem
+    try:
+        evalset = new_evalset(args.template, args.out, name=name)
+    except EvalSetError as exc:
+        if args.name is None and f"got {name!r}" in str(exc):  # the file's name does not make a set's name
+            raise EvalSetError(f"{exc} (name it with --name)") from None
+        raise
     episodes = sum(len(sc.episodes) for sc in evalset.scenarios)
-    print(f"wrote {args.out} (mode 0600): {len(evalset.scenarios)} scenarios, {episodes} episodes")
-    print(f"commitment (publish this now; verify later with `layersched evalset verify`): {evalset.commitment}")
+    print(
+        f"wrote {args.out} (mode 0600): evaluation set {evalset.name!r}, {len(evalset.scenarios)} scenarios, "
+        f"{episodes} episodes"
+    )
+    print(f"commitment (publish this now, before the challenge): {evalset.commitment}")
+    print(
+        f"at the end: `layersched admin evalset reveal {evalset.name}` and publish {args.out.name}; then anyone "
+        f"checks it with `layersched evalset verify {args.out.name} {evalset.commitment}`"
+    )
     return 0
 
 
@@ -325,18 +336,30 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 def cmd_audit(args: argparse.Namespace) -> int:
     with _client() as client:
         evaluation = client.admin_audit(args.id, sample=args.sample)
-        print(f"queued audit #{evaluation.id} of submission #{args.id}")
+        target = _audited(client, evaluation)
+        print(f"queued audit #{evaluation.id} of submission #{args.id}: it replays {target} and compares with it")
         if not args.wait:
             return 0
         final = _follow(client, evaluation.id)
+    against = f"evaluation #{final.audit_of}" if final.audit_of is not None else "its evaluation"
     if final.audit is None:
         detail = f": {final.error.category}: {final.error.message}" if final.error else ""
-        print(f"audit #{final.id} {final.state} without a verdict{detail}")
+        print(f"audit #{final.id} of {against} {final.state} without a verdict{detail}")
         return 1
-    print(f"audit #{final.id}: {final.audit.verdict}")
+    print(f"audit #{final.id} of {against}: {final.audit.verdict}")
     for mismatch in final.audit.mismatches:
         print(f"  mismatch: {mismatch}")
     return 0 if final.audit.verdict == "match" else 1
+
+
+def _audited(client: Any, audit: Any) -> str:
+    """Which evaluation an audit replays, in words: the server picks the submission's newest succeeded one, which
+    after a rerun is not the first (``audit 3`` replaying rerun #7 must say so)."""
+    if audit.audit_of is None:  # the audited evaluation was deleted meanwhile
+        return "the submission's newest succeeded evaluation"
+    target = client.admin_evaluation(audit.audit_of)
+    where = f" on {target.evalset_name!r}" if target.evalset_name else ""
+    return f"evaluation #{target.id} ({target.kind}{where}, the newest succeeded)"
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
@@ -391,7 +414,8 @@ def cmd_evaluation(args: argparse.Namespace) -> int:
         print(json.dumps(asdict(evaluation), indent=2))
         return 0
     e = evaluation
-    print(f"evaluation #{e.id} {e.kind} {e.state} {e.progress.done}/{e.progress.total}")
+    of = f" of evaluation #{e.audit_of}" if e.audit_of is not None else ""
+    print(f"evaluation #{e.id} {e.kind}{of} {e.state} {e.progress.done}/{e.progress.total}")
     print(f"  set {e.evalset_commitment}  sim {e.sim_version}  sandbox {e.sandbox}  image {e.image_digest or '-'}")
     print(f"  bundle {e.bundle_sha256}  started {e.started_at or '-'}  finished {e.finished_at or '-'}")
     if e.error:

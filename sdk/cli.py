@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -276,12 +277,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(args_list)
     handler: Handler = args.handler
     try:
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()  # a reader that went away shows here, not as a traceback in the interpreter's exit
+        return code
     except AuthError as exc:
         hint = "" if isinstance(exc, Forbidden) else f" ({LOGIN_HINT})"
         return _fail(f"{exc}{hint}")
     except LayerschedError as exc:
         return _fail(str(exc))
+    except BrokenPipeError:
+        return _reader_went_away()
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
@@ -290,6 +295,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # unreadable policy, unwritable starter directory, full disk
         where = f"{exc.filename}: " if exc.filename else ""
         return _fail(f"{where}{exc.strerror or exc}")
+
+
+def _reader_went_away() -> int:
+    """``layersched leaderboard | head``: the reader closed the pipe, which is not an error to report.
+
+    Later writes (the interpreter flushes stdout at exit) go to /dev/null, so Python prints nothing either; the exit
+    code is that of a Unix tool ended by SIGPIPE (128 + 13), as the shell's ``pipefail`` expects.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
 
 
 def _fail(message: str) -> int:
@@ -395,29 +412,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     from layersched.sdk.client import Client, Submission
-    from layersched.sdk.validate import static_check
 
     config = load_config()
     config.require_server()
     config.require_token()
-    report = static_check(args.path)
-    if report.bundle is None:  # bundling itself failed: nothing to upload
-        raise LayerschedError(report.findings[-1].message)
-    bundle = report.bundle
-    problems = [f.message for f in report.findings if f.level == "error"]
-    for f in report.findings:
-        if f.level == "warning":
-            print(f"warning: {f.message}", file=sys.stderr)
-    if problems and not args.skip_checks:
-        more = f" (and {len(problems) - 1} more; run layersched validate)" if len(problems) > 1 else ""
-        raise LayerschedError(f"not uploaded: {problems[0]}{more}")
-    name = args.name or _default_name(args.path)
-    print(
-        f"bundle {bundle.filename}: {len(bundle.files)} file(s), {format_bytes(bundle.unpacked_bytes)}, "
-        f"sha256 {bundle.sha256[:12]}",
-        file=sys.stderr,
-    )
     with Client.from_config(config) as client:
+        # The server's refusals first (token, quota, closed uploads): they need no bundle, and bundling a large
+        # policy takes seconds.
+        _check_allowance(client)
+        bundle = _checked_bundle(args.path, skip_checks=args.skip_checks)
+        name = args.name or _default_name(args.path)
         with ProgressBar("upload", len(bundle.data), unit="bytes") as bar:
             submission = client.submit(
                 bundle, name=name, description=args.message, on_progress=lambda sent, total: bar.update(sent, total)
@@ -438,8 +442,44 @@ def cmd_submit(args: argparse.Namespace) -> int:
             raise WaitTimeout(f"{exc}; follow it with: layersched status {submission.id}") from None
         finally:
             bar.close()
-    print(_outcome_line(final))
+        rank = _rank_text(client, final)
+    print(_outcome_line(final, rank))
     return 0 if final.state == "succeeded" else 1
+
+
+def _checked_bundle(path: Path, *, skip_checks: bool) -> Any:
+    """The bundle of ``path`` once the local static checks pass (or are skipped); their warnings go to stderr."""
+    from layersched.sdk.validate import static_check
+
+    report = static_check(path)
+    if report.bundle is None:  # bundling itself failed: nothing to upload
+        raise LayerschedError(report.findings[-1].message)
+    bundle = report.bundle
+    problems = [f.message for f in report.findings if f.level == "error"]
+    for f in report.findings:
+        if f.level == "warning":
+            print(f"warning: {f.message}", file=sys.stderr)
+    if problems and not skip_checks:
+        more = f" (and {len(problems) - 1} more; run layersched validate)" if len(problems) > 1 else ""
+        raise LayerschedError(f"not uploaded: {problems[0]}{more}")
+    print(
+        f"bundle {bundle.filename}: {len(bundle.files)} file(s), {format_bytes(bundle.unpacked_bytes)}, "
+        f"sha256 {bundle.sha256[:12]}",
+        file=sys.stderr,
+    )
+    return bundle
+
+
+def _check_allowance(client: Any) -> None:
+    """A wrong token, a used-up quota or closed uploads, told before the upload rather than after it."""
+    from layersched.sdk.errors import NotFound
+
+    try:
+        allowance = client.allowance()
+    except NotFound:  # a server older than GET /me/allowance: at least the token is checked first
+        client.me()
+        return
+    allowance.raise_if_refused()
 
 
 def _default_name(path: Path) -> str:
@@ -453,9 +493,29 @@ LADDER_NOTE = (
 )
 
 
-def _outcome_line(sub: Any) -> str:
+def _rank_text(client: Any, sub: Any) -> str:
+    """The rank, or why there is none; asks the server for the board (and who you are) only when that is needed."""
+    from layersched.sdk.standing import rank_text
+
+    if sub.rank is not None or sub.disqualified is not None or sub.state != "succeeded":
+        return rank_text(sub, board=None)
+    board = client.leaderboard("public")
+    if board.frozen or any(r.participant == sub.owner and not r.baseline for r in board.rows):
+        return rank_text(sub, board=board)
+    me = client.me()
+    return rank_text(sub, board=board, owner_is_organiser=me.role == "organiser" and me.name == sub.owner)
+
+
+def _selection_text(client: Any, sub: Any) -> str:
+    from layersched.sdk.standing import selection_text
+
+    needs_list = not sub.selected and sub.disqualified is None and sub.score is not None
+    mine = [s for s in client.submissions(limit=200).data if s.owner == sub.owner] if needs_list else []
+    return selection_text(sub, mine=mine)
+
+
+def _outcome_line(sub: Any, rank: str) -> str:
     if sub.state == "succeeded" and sub.score is not None:
-        rank = f"rank {sub.rank}" if sub.rank is not None else "not ranked (not your best, or the board is frozen)"
         per = ", ".join(f"{k} {v:.3f}" for k, v in sub.score.per_scenario.items())
         score = sub.score
         return (
@@ -464,11 +524,12 @@ def _outcome_line(sub: Any) -> str:
             + (f"\n  per scenario: {per}" if per else "")
             + (f"\n{LADDER_NOTE}" if sub.score_revealed is False else "")
         )
+    dq = f", disqualified by the organisers: {sub.disqualified}" if sub.disqualified is not None else ""
     if sub.error is not None:
-        return f"#{sub.id} {sub.state}: {sub.error.category}: {sub.error.message} (details: layersched logs {sub.id})"
-    if sub.disqualified:
-        return f"#{sub.id} {sub.state}, disqualified: {sub.disqualified}"
-    return f"#{sub.id} {sub.state}"
+        return (
+            f"#{sub.id} {sub.state}: {sub.error.category}: {sub.error.message}{dq} (details: layersched logs {sub.id})"
+        )
+    return f"#{sub.id} {sub.state}{dq}"
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -490,7 +551,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                     s.state,
                     f"{s.progress.done}/{s.progress.total}",
                     f"{s.score.overall:.4f}" if s.score else "-",
-                    str(s.rank) if s.rank is not None else "-",
+                    str(s.rank) if s.rank is not None else "disqualified" if s.disqualified is not None else "-",
                     "yes" if s.selected else "-",
                     s.created_at[:19].replace("T", " "),
                 ]
@@ -501,28 +562,38 @@ def cmd_status(args: argparse.Namespace) -> int:
                 print(f"({len(page.data)} of {page.count}; --limit N for more)")
             return 0
         sub = client.submission(args.id)
-    if args.json:
-        _print_json(asdict(sub))
-        return 0
+        if args.json:
+            _print_json(asdict(sub))
+            return 0
+        rank, selection = _rank_text(client, sub), _selection_text(client, sub)
     print(f"#{sub.id} {sub.name!r} by {sub.owner}, created {sub.created_at}")
     if sub.description:
         print(f"  {sub.description}")
     print(f"state: {sub.state}, episodes {sub.progress.done}/{sub.progress.total}")
-    print(_outcome_line(sub))
-    if sub.selected:
-        print("selected: yes, it counts for the final ranking")
-    else:
-        print(f"selected: no (layersched select {sub.id} makes it count for the final ranking)")
+    print(_outcome_line(sub, rank))
+    print(selection)
     print(f"bundle sha256: {sub.bundle_sha256}")
     for e in sub.evaluations:
+        of = f" of #{e.audit_of}" if e.audit_of is not None else ""
         print(
-            f"  evaluation #{e.id} {e.kind} {e.state} {e.progress.done}/{e.progress.total}:"
+            f"  evaluation #{e.id} {e.kind}{of} {e.state} {e.progress.done}/{e.progress.total}:"
             f" set {e.evalset_commitment[:12]}, sim {e.sim_version or '-'}, sandbox {e.sandbox or '-'},"
-            f" image {(e.image_digest or '-')[:19]}"
+            f" image {_short_image(e.image_digest)}"
             + (f", error {e.error.category}: {e.error.message}" if e.error else "")
             + (f", audit {e.audit.verdict}" if e.audit else "")
         )
     return 0
+
+
+def _short_image(image: str | None) -> str:
+    """A digest's first 12 hex digits, as ``docker images`` shows it; any other image name (the process sandbox's
+    ``process:python-3.11.9``) in full, since cutting it changes what it says."""
+    if not image:
+        return "-"
+    algorithm, _, digest = image.partition(":")
+    if algorithm == "sha256" and len(digest) == 64:
+        return f"sha256:{digest[:12]}"
+    return image
 
 
 def cmd_select(args: argparse.Namespace) -> int:
@@ -619,7 +690,23 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"layersched worker needs the server extra (missing module {exc.name!r}): pip install 'layersched[server]'"
         ) from None
-    run_worker(args.celery_args)
+    from click.exceptions import ClickException
+
+    from layersched.server.config import get_settings
+    from layersched.server.db import display_url
+
+    # A worker never migrates (several may start at once, on several hosts); it says which database it uses and who
+    # brings that database's schema up to date.
+    print(
+        f"layersched: database {display_url(get_settings().database_url)} (its schema is brought up to date by "
+        "`layersched serve`, `layersched admin user add --bootstrap` or `alembic upgrade head`, not by a worker)",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        run_worker(args.celery_args)
+    except ClickException as exc:  # Celery's own command line refused an argument given after --
+        raise ConfigError(f"celery worker: {exc.format_message()}") from None
     return 0
 
 

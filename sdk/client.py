@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import secrets
+import ssl
 import time
 import types
 from collections.abc import Callable, Iterator
@@ -26,10 +27,10 @@ from typing import Any, Generic, Literal, TypeVar, Union, cast, get_args, get_or
 import httpx
 
 from layersched.sdk.bundle import Bundle
-from layersched.sdk.config import Config, load_config, normalise_server
+from layersched.sdk.config import API_PATH, Config, load_config, normalise_server
 from layersched.sdk.errors import ApiError, ServerError, ServerUnreachable, WaitTimeout, error_for
 
-API_PREFIX = "/api/v1"
+API_PREFIX = API_PATH
 TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled"})
 ProgressCallback = Callable[[int, int], None]
 
@@ -47,6 +48,32 @@ class Me:
     role: str
     submissions_today: int
     daily_quota: int
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The error that an upload made now would get: the HTTP status and the error body's code and message,
+    word for word (the server runs the upload's own checks)."""
+
+    status: int
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """``GET /me/allowance``: whether an upload made now would be accepted, and the counts behind it."""
+
+    submissions_today: int
+    daily_quota: int
+    in_flight: int
+    max_in_flight: int
+    refusal: Refusal | None = None
+
+    def raise_if_refused(self) -> None:
+        """Raise the error the upload would get (``QuotaExceeded``, ``Conflict``, ...), before anything is sent."""
+        if self.refusal is not None:
+            raise error_for(self.refusal.status, self.refusal.code, self.refusal.message)
 
 
 @dataclass(frozen=True)
@@ -101,6 +128,9 @@ class Evaluation:
     finished_at: str | None = None
     error: ErrorInfo | None = None
     audit: AuditVerdict | None = None
+    evalset_name: str | None = None
+    # An audit's: the evaluation whose episodes it replays and compares with (the newest succeeded one).
+    audit_of: int | None = None
 
     @property
     def finished(self) -> bool:
@@ -258,6 +288,10 @@ class Client:
     def me(self) -> Me:
         return _decode(Me, self._request("GET", "/me"), "me")
 
+    def allowance(self) -> Allowance:
+        """Whether an upload would be accepted now (``GET /me/allowance``); a wrong token fails here (``AuthError``)."""
+        return _decode(Allowance, self._request("GET", "/me/allowance"), "allowance")
+
     def submit(
         self,
         bundle: Bundle,
@@ -405,8 +439,9 @@ class Client:
                 server=self.server,
             ) from None
         except httpx.TransportError as exc:
-            reason = str(exc) or type(exc).__name__
-            raise ServerUnreachable(f"cannot reach the server at {self.server}: {reason}", server=self.server) from None
+            raise ServerUnreachable(
+                f"cannot reach the server at {self.server}: {_transport_reason(exc, self.server)}", server=self.server
+            ) from None
         if response.status_code >= 400:
             raise _api_error(response, method, url)
         if response.status_code == 204 or not response.content:
@@ -435,6 +470,24 @@ def _api_error(response: httpx.Response, method: str, url: str) -> ApiError:
         code = f"http_{status}"
         message = f"{method} {url} failed with HTTP {status} {response.reason_phrase}: {_snippet(response.text)!r}"
     return error_for(status, code, message)
+
+
+# OpenSSL's reasons when the other end answers a TLS handshake in plain HTTP (they vary with the OpenSSL version).
+_PLAIN_HTTP_REASONS = frozenset(
+    {"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "HTTP_REQUEST"}
+)
+
+
+def _transport_reason(exc: httpx.TransportError, server: str) -> str:
+    """Why no HTTP answer came, in words; an https:// URL aimed at a plain-HTTP server says so instead of OpenSSL's
+    ``[SSL: WRONG_VERSION_NUMBER]``."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ssl.SSLError) and cause.reason in _PLAIN_HTTP_REASONS:
+            plain = "http://" + server.split("://", 1)[1]
+            return f"it answers in plain HTTP, not HTTPS (TLS); use --server {plain} if that is the right server"
+        cause = cause.__cause__ or cause.__context__
+    return str(exc) or type(exc).__name__
 
 
 def _snippet(text: str, limit: int = 120) -> str:

@@ -25,6 +25,9 @@ ENV_SERVER = "LAYERSCHED_SERVER"
 ENV_TOKEN = "LAYERSCHED_TOKEN"
 ENV_CONFIG = "LAYERSCHED_CONFIG"
 
+# The API's path on the server; a URL copied with it (``https://host/api/v1``) names the same server.
+API_PATH = "/api/v1"
+
 LOGIN_HINT = "run `layersched login --server URL --token TOKEN` or set LAYERSCHED_SERVER and LAYERSCHED_TOKEN"
 
 
@@ -57,14 +60,21 @@ def config_path(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def normalise_server(url: str) -> str:
-    """``http(s)://host[:port][/prefix]`` without a trailing slash; a bare ``host:port`` gets ``http://``."""
+    """``http(s)://host[:port][/prefix]`` without a trailing slash; a bare ``host:port`` gets ``http://``.
+
+    A trailing ``/api/v1`` is dropped: the client adds it to every request, and a URL copied from the API's own
+    address (or docs/API.md) otherwise ends up as ``/api/v1/api/v1/me``.
+    """
     url = url.strip()
     if "://" not in url:
         url = "http://" + url
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ConfigError(f"server must be an http(s) URL such as https://challenge.example.org, got {url!r}")
-    return url.rstrip("/")
+    url = url.rstrip("/")
+    if url.lower().endswith(API_PATH):
+        url = url[: -len(API_PATH)].rstrip("/")
+    return url
 
 
 def load_config(environ: Mapping[str, str] | None = None) -> Config:

@@ -83,8 +83,10 @@ class ProgressBar:
             bar = "#" * filled + "." * (self.width - filled)
             counts = f"{self._fmt(self.done)}/{self._fmt(self.total)}"
             text = f"{self.label} [{bar}] {share:4.0%} {counts}"
-        else:
+        elif self.done:
             text = f"{self.label} {self._fmt(self.done)}"
+        else:  # nothing known yet (a queued evaluation has no episode count): a bare 0 would read as a count
+            text = self.label
         return f"{text}  {self.note}" if self.note else text
 
     def _fmt(self, n: int) -> str:

@@ -49,3 +49,12 @@ def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+def display_url(database_url: str) -> str:
+    """``database_url`` as the CLI and logs may print it: no password, and a SQLite file's path made absolute, so a
+    relative default (``./var``) says which folder it means."""
+    url = make_url(database_url)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        url = url.set(database=str(Path(url.database).resolve()))
+    return url.render_as_string(hide_password=True)

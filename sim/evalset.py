@@ -689,8 +689,12 @@ def _toml(value: Any) -> str:
     raise TypeError(f"cannot write {value!r} as TOML")
 
 
-def new_evalset(template_path: str | Path, out_path: str | Path, *, allow_tracked: bool = False) -> EvalSet:
+def new_evalset(
+    template_path: str | Path, out_path: str | Path, *, name: str | None = None, allow_tracked: bool = False
+) -> EvalSet:
     """Create a real set from a template with fresh secret keys and write it to ``out_path``; returns the set.
+
+    ``name`` (default: the template's) is the set's name, the one the board shows and ``rerun --evalset`` takes.
 
     Every ``generate = {public = N, private = M}`` becomes N + M keyed episodes and every ``key = "generate"``
     a fresh catalog key, each ``secrets.token_bytes(32)``. The file is created with mode 0600, never
@@ -704,6 +708,8 @@ def new_evalset(template_path: str | Path, out_path: str | Path, *, allow_tracke
         real = _fill_template(raw)
     except EvalSetError as exc:
         raise EvalSetError(f"{template_path}: {exc}") from exc
+    if name is not None:
+        real["name"] = name
     evalset = _prefixed(template_path, lambda: parse_evalset(real, base_dir=template_path.parent))
     if out_path.exists():
         raise EvalSetError(f"{out_path} already exists; refusing to overwrite an evaluation set")

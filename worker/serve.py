@@ -52,12 +52,14 @@ def serve(*, host: str, port: int, data_dir: Path, demo: bool) -> int:
 
     from layersched.server import admin
     from layersched.server.app import create_app
+    from layersched.server.db import display_url
 
     data_dir.mkdir(parents=True, exist_ok=True)
     for key, value in embedded_environment(data_dir).items():
         os.environ.setdefault(key, value)
     get_settings.cache_clear()
     settings = get_settings()
+    print(f"layersched: database {display_url(settings.database_url)} (schema brought up to date)", flush=True)
     admin.upgrade_database(settings=settings)
     evalset = register_and_score(path=settings.evalset_path, settings=settings)
     print(

@@ -3,9 +3,11 @@ from __future__ import annotations
 from typing import cast
 
 from fastapi import APIRouter
+from pydantic import BaseModel
 
 from layersched.server import storage
 from layersched.server.deps import CurrentUser, SessionDep, SettingsDep
+from layersched.server.errors import Conflict, ServiceError
 from layersched.server.schemas import MePublic, Role
 
 router = APIRouter(tags=["participants"])
@@ -20,4 +22,45 @@ def read_me(session: SessionDep, user: CurrentUser, settings: SettingsDep) -> Me
         role=cast(Role, user.role),  # CHECK constraint guarantees the value
         submissions_today=storage.count_submissions_today(session=session, owner_id=user.id),
         daily_quota=settings.daily_quota,
+    )
+
+
+# The allowance's schemas live with its one route: they belong to this read-only preflight and nothing else.
+class Refusal(BaseModel):
+    """The error an upload made now would get: its HTTP ``status``, ``code`` and ``message``, word for word."""
+
+    status: int
+    code: str
+    message: str
+
+
+class AllowancePublic(BaseModel):
+    submissions_today: int
+    daily_quota: int
+    in_flight: int
+    max_in_flight: int
+    refusal: Refusal | None
+
+
+@router.get("/me/allowance", response_model=AllowancePublic)
+def read_allowance(session: SessionDep, user: CurrentUser, settings: SettingsDep) -> AllowancePublic:
+    """Whether an upload would be accepted now, asked before the bundle is sent (``layersched submit`` does), so a
+    used-up quota or closed uploads are reported without the wait of an upload. Runs the upload's own checks, in its
+    order; the upload checks again, so this answer is advice, not a reservation."""
+    refusal = None
+    try:
+        storage.check_submissions_open(session=session, user=user, deadline=settings.submission_deadline)
+        storage.check_can_submit(
+            session=session, user=user, daily_quota=settings.daily_quota, max_in_flight=settings.max_in_flight
+        )
+        if storage.get_current_evalset(session=session) is None:
+            raise Conflict("no evaluation set is registered yet; submissions open once an organiser registers one")
+    except ServiceError as exc:
+        refusal = Refusal(status=exc.status, code=exc.code, message=exc.message)
+    return AllowancePublic(
+        submissions_today=storage.count_submissions_today(session=session, owner_id=user.id),
+        daily_quota=settings.daily_quota,
+        in_flight=storage.count_in_flight(session=session, owner_id=user.id),
+        max_in_flight=settings.max_in_flight,
+        refusal=refusal,
     )

@@ -122,6 +122,8 @@ def test_demo_without_an_engine_says_in_plain_words_that_it_uses_the_process_san
         wait_for(lambda: demo_ranked(url), 120, "the demo submission on the leaderboard")
         head = log.read_text().split("token:")[0]
         assert "layersched: sandbox: the PROCESS sandbox, weaker than Docker" in head, head
+        # Which database it opens, before it opens it (issue 16, item 10).
+        assert f"layersched: database sqlite:///{tmp_path / 'var' / 'layersched.db'} (schema brought up" in head, head
         assert f"no Docker engine answers at {nowhere} (start one: bash worker/sandbox/start_dockerd.sh)" in head
         evaluation = httpx.get(f"{url}/api/v1/leaderboard", timeout=5).json()
         assert any(r["participant"] == "demo-student" for r in evaluation["rows"])

@@ -50,6 +50,7 @@ class Worker:
 
     settings: Any
     fail: bool = False
+    image_digest: str = "sha256:" + "ab" * 32
     # The overall public (and private) score of each evaluation in turn; 0.98 once these are used up.
     overall: list[float] = field(default_factory=list)
     calls: list[tuple[str, list[int], str]] = field(default_factory=list)
@@ -81,7 +82,7 @@ class Worker:
                     worker_id="test-worker",
                     total=2,
                     sim_version="1.0.0",
-                    image_digest="sha256:" + "ab" * 32,
+                    image_digest=self.image_digest,
                     sandbox="process",
                 )
             for i, scenario in enumerate(("lab-300", "official-5n")):

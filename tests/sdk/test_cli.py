@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,9 @@ import pytest
 
 from layersched.sdk.cli import main
 from tests.sdk.conftest import LiveServer, Worker
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE_TEMPLATE = REPO / "hidden_seeds" / "challenge-example.toml"
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -69,6 +74,50 @@ def test_a_revoked_or_wrong_env_token_is_reported(
     code, _, err = run(capsys, "status")
     assert code == 1
     assert "LAYERSCHED_TOKEN" in error_line(err)
+
+
+def test_login_with_the_api_path_in_the_url_saves_the_server(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, isolated_config: Path
+) -> None:
+    code, _, err = run(capsys, "login", "--server", live_server.url + "/api/v1", "--token", live_server.tokens["alice"])
+    assert code == 0, err
+    assert json.loads(isolated_config.read_text())["server"] == live_server.url
+    assert run(capsys, "status")[:2] == (0, "no submissions yet: layersched submit PATH\n")
+
+
+def test_https_against_a_plain_http_server_says_so(capsys: pytest.CaptureFixture[str], live_server: LiveServer) -> None:
+    https = live_server.url.replace("http://", "https://")
+    code, _, err = run(capsys, "login", "--server", https, "--token", live_server.tokens["alice"])
+    assert code == 1
+    # Not error_line(err): the server's own log of the TLS hello it could not read ends up on this stderr too.
+    assert [line for line in err.splitlines() if line.startswith("error: ")] == [
+        f"error: cannot reach the server at {https}: it answers in plain HTTP, not HTTPS (TLS); "
+        f"use --server {live_server.url} if that is the right server"
+    ]
+
+
+def test_leaderboard_into_a_pipe_whose_reader_has_gone_exits_quietly(live_server: LiveServer, tmp_path: Path) -> None:
+    read_end, write_end = os.pipe()
+    # The reader (as `head` does after its lines) exits without reading; once it and our copy of the read end are
+    # closed, every write to the pipe fails with EPIPE.
+    reader = subprocess.Popen(["true"], stdin=read_end)
+    os.close(read_end)
+    reader.wait(timeout=60)
+    env = dict(os.environ, LAYERSCHED_CONFIG=str(tmp_path / "c.json"), LAYERSCHED_SERVER=live_server.url)
+    env.pop("LAYERSCHED_TOKEN", None)
+    try:
+        result = subprocess.run(
+            [*_console_script(), "leaderboard"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert (result.returncode, result.stderr) == (141, "")
 
 
 def test_server_down(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -158,6 +207,25 @@ def test_submit_no_wait_then_status_list(
     assert row.split()[:7] == ["#1", "first_fit", "queued", "0/0", "-", "-", "-"]
 
 
+@pytest.mark.parametrize(
+    ("image", "shown"),
+    [
+        ("process:python-3.11.9", "process:python-3.11.9"),
+        ("sha256:" + "0123456789" * 6 + "abcd", "sha256:012345678901"),
+    ],
+    ids=["process-sandbox", "docker-digest"],
+)
+def test_status_shows_the_whole_image_name_and_a_short_digest(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path, image: str, shown: str
+) -> None:
+    live_server.worker.image_digest = image
+    login(capsys, live_server)
+    assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0
+    live_server.worker.run_pending()
+    _code, out, _ = run(capsys, "status", "1")
+    assert f"sandbox process, image {shown}\n" in out
+
+
 # ---------------------------------------------------------------------------------------------- final selection
 
 
@@ -189,7 +257,95 @@ def test_select_unselect_and_status_shows_the_selection(
     )
     assert run(capsys, "unselect", "1") == (0, "unselected #1 'first_fit'\n", "")
     code, out, _ = run(capsys, "status", "1")
-    assert "selected: no (layersched select 1 makes it count for the final ranking)\n" in out
+    assert (
+        "selected: no; you have selected none, so your best public submissions count for the final ranking; "
+        "layersched select 1 makes this one count\n"
+    ) in out
+    assert run(capsys, "select", "2")[0] == 0
+    code, out, _ = run(capsys, "status", "1")
+    assert (
+        "selected: no, it does not count for the final ranking (your selection: #2); layersched select 1 adds it\n"
+    ) in out
+    code, out, _ = run(capsys, "status", "3")
+    assert "selected: no; only a scored submission can be selected (this one is queued)\n" in out
+
+
+@pytest.mark.parametrize("server_settings", [{"daily_quota": 4, "max_in_flight": 4}], ids=["quota-4"])
+def test_select_failure_paths(capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path) -> None:
+    login(capsys, live_server)
+    for _ in range(3):
+        assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0
+    live_server.worker.run_pending()
+    assert run(capsys, "select", "1")[0] == 0
+    assert run(capsys, "select", "2")[0] == 0
+    code, _, err = run(capsys, "select", "3")
+    assert code == 1
+    assert error_line(err) == (
+        "error: alice has already selected 2 submissions (#1, #2), the most for the final ranking; unselect one first"
+    )
+    login(capsys, live_server, "bob")
+    for command in ("select", "unselect"):
+        code, _, err = run(capsys, command, "3")
+        assert code == 1
+        assert error_line(err) == "error: submission 3 does not exist"
+    login(capsys, live_server, "alice")
+    live_server.settings.submission_deadline = dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)  # the deadline passes
+    for command, verb in (("select", "selected"), ("unselect", "unselected")):
+        code, _, err = run(capsys, command, "1")
+        assert code == 1
+        assert error_line(err) == (
+            f"error: the submission deadline 2020-01-01T00:00:00+00:00 has passed; submission 1 cannot be {verb}"
+        )
+
+
+def test_status_of_a_disqualified_submission_says_so_and_why(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path
+) -> None:
+    login(capsys, live_server)
+    assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0
+    live_server.worker.run_pending()
+    login(capsys, live_server, "olga")
+    assert run(capsys, "admin", "disqualify", "1", "--reason", "reads the evaluation-set file")[0] == 0
+    login(capsys, live_server)
+    code, out, _ = run(capsys, "status", "1")
+    assert code == 0
+    assert (
+        "#1 succeeded: score 0.9800 (95% CI 0.9500-1.0100, ratio to Greedy, lower is better), "
+        "not ranked: disqualified by the organisers: reads the evaluation-set file\n"
+    ) in out
+    assert "selected: no; a disqualified submission cannot count for the final ranking\n" in out
+    _code, out, _ = run(capsys, "status")
+    assert out.splitlines()[1].split()[:6] == ["#1", "first_fit", "succeeded", "2/2", "0.9800", "disqualified"]
+
+
+@pytest.mark.parametrize("server_settings", [{"daily_quota": 3, "max_in_flight": 3}], ids=["quota-3"])
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("not-best", "not ranked: not your best; the board shows one submission per participant, your #1 at rank 1"),
+        ("frozen", "not ranked: the board is frozen; results since the freeze rank when an organiser unfreezes it"),
+        ("organiser", "not ranked: organisers' submissions never rank"),
+    ],
+    ids=["not-your-best", "board-frozen", "organiser"],
+)
+def test_status_says_why_a_succeeded_submission_has_no_rank(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path, case: str, expected: str
+) -> None:
+    live_server.worker.overall[:] = [0.95, 0.99]  # the second is worse than the first
+    user = "olga" if case == "organiser" else "alice"
+    login(capsys, live_server, user)
+    assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0
+    live_server.worker.run_pending()
+    if case == "frozen":
+        login(capsys, live_server, "olga")
+        assert run(capsys, "admin", "freeze")[0] == 0
+        login(capsys, live_server, user)
+        live_server.worker.overall[:] = [0.90]  # better, but after the freeze
+    assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0
+    live_server.worker.run_pending()
+    code, out, _ = run(capsys, "status", "2")
+    assert code == 0
+    assert out.splitlines()[2].endswith(f"lower is better), {expected}"), out
 
 
 @pytest.mark.parametrize("server_settings", [{"public_ladder_step": 0.05}], ids=["ladder-0.05"])
@@ -230,6 +386,34 @@ def test_quota_exceeded(capsys: pytest.CaptureFixture[str], live_server: LiveSer
     assert code == 1
     assert "submitted" not in out
     assert error_line(err).startswith("error: daily quota of 2 submissions used (2 today)")
+    assert "upload [" not in err  # refused before a byte of the bundle was sent
+    assert "bundle first_fit.py" not in err  # and before the bundle was even made
+
+
+def test_a_wrong_token_is_refused_before_the_upload(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAYERSCHED_SERVER", live_server.url)
+    monkeypatch.setenv("LAYERSCHED_TOKEN", "lst_0000_nope")
+    code, out, err = run(capsys, "submit", str(policy_file), "--no-wait")
+    assert (code, out) == (1, "")
+    assert error_line(err) == (
+        "error: the bearer token is unknown or revoked (run `layersched login --server URL --token TOKEN` "
+        "or set LAYERSCHED_SERVER and LAYERSCHED_TOKEN)"
+    )
+    assert "upload [" not in err and "bundle first_fit.py" not in err
+    assert live_server.worker.calls == []
+
+
+def test_closed_uploads_are_refused_before_the_upload(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path
+) -> None:
+    login(capsys, live_server)
+    live_server.settings.submission_deadline = dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)
+    code, _, err = run(capsys, "submit", str(policy_file), "--no-wait")
+    assert code == 1
+    assert error_line(err) == "error: the submission deadline 2020-01-01T00:00:00+00:00 has passed; uploads are closed"
+    assert "upload [" not in err and "bundle first_fit.py" not in err
 
 
 def test_syntax_error_is_refused_before_upload(
@@ -295,7 +479,9 @@ def test_admin_commands_as_organiser(
     assert code == 0
     assert out.startswith("queued evaluation #2 (rerun) of submission #1")
     code, out, _ = run(capsys, "admin", "audit", "1", "--no-wait")
-    assert (code, out) == (0, "queued audit #3 of submission #1\n")
+    assert code == 0
+    # #1 or the rerun #2, whichever is the newest succeeded by now (the worker runs beside): see the next test.
+    assert out.startswith("queued audit #3 of submission #1: it replays evaluation #"), out
     code, out, _ = run(capsys, "admin", "evaluation", "3", "--json")
     assert code == 0
     assert json.loads(out)["kind"] == "audit"
@@ -317,6 +503,33 @@ def test_admin_commands_as_organiser(
     assert code == 0, err
     code, out, _ = run(capsys, "leaderboard", "--split", "private")
     assert code == 0, out
+
+
+def test_audit_says_which_evaluation_it_replays(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path
+) -> None:
+    login(capsys, live_server, "alice")
+    assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0
+    live_server.worker.run_pending()
+    login(capsys, live_server, "olga")
+    code, out, _ = run(capsys, "admin", "audit", "1", "--no-wait")
+    assert (code, out) == (
+        0,
+        "queued audit #2 of submission #1: it replays evaluation #1 (initial on 'sample', the newest succeeded) "
+        "and compares with it\n",
+    )
+    assert run(capsys, "admin", "rerun", "1", "--no-wait")[0] == 0  # evaluation #3
+    live_server.worker.run_pending()
+    code, out, _ = run(capsys, "admin", "audit", "1", "--no-wait")
+    assert out == (
+        "queued audit #4 of submission #1: it replays evaluation #3 (rerun on 'sample', the newest succeeded) "
+        "and compares with it\n"
+    )
+    code, out, _ = run(capsys, "admin", "evaluation", "4")
+    assert out.startswith("evaluation #4 audit of evaluation #3 queued 0/0\n")
+    code, out, _ = run(capsys, "status", "1")
+    assert "  evaluation #4 audit of #3 queued 0/0:" in out
+    assert "  evaluation #2 audit of #1 " in out
 
 
 def test_admin_as_participant_is_forbidden(capsys: pytest.CaptureFixture[str], live_server: LiveServer) -> None:
@@ -355,6 +568,120 @@ def test_admin_bootstrap_uses_the_server_function(
     login_code, login_out, _ = run(capsys, "login", "--server", live_server.url, "--token", token)
     assert login_code == 0
     assert " as root (organiser;" in login_out
+
+
+@pytest.fixture
+def fresh_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A folder with no database and no LAYERSCHED_DATABASE_URL: the server's settings read afresh."""
+    from layersched.server.config import get_settings
+
+    host = tmp_path / "host"
+    host.mkdir()
+    monkeypatch.chdir(host)
+    monkeypatch.delenv("LAYERSCHED_DATABASE_URL", raising=False)
+    get_settings.cache_clear()
+    yield host
+    get_settings.cache_clear()
+
+
+def bootstrap(capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str, str]:
+    return run(
+        capsys, "admin", "user", "add", "--name", "root", "--email", "r@example.org", "--role", "organiser",
+        "--bootstrap", *extra,
+    )  # fmt: skip
+
+
+def token_owner(database: Path, token: str) -> str:
+    from layersched.server import storage
+    from layersched.server.db import make_engine, make_sessionmaker, session_scope
+
+    engine = make_engine(f"sqlite:///{database}")
+    try:
+        with session_scope(make_sessionmaker(engine)) as session:
+            found = storage.authenticate(session=session, token=token)
+            assert found is not None
+            return str(found.name)
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize(
+    ("extra", "where", "source"),
+    [
+        ([], "var", "the default: `layersched serve`'s ./var in this folder; choose with --data-dir DIR or "
+         "LAYERSCHED_DATABASE_URL"),
+        (["--data-dir", "srv"], "srv", "--data-dir srv, as `layersched serve --data-dir srv` uses"),
+    ],
+    ids=["default-var", "data-dir"],
+)  # fmt: skip
+def test_bootstrap_on_a_fresh_host_creates_the_schema_and_names_the_database(
+    capsys: pytest.CaptureFixture[str], fresh_host: Path, extra: list[str], where: str, source: str
+) -> None:
+    code, out, err = bootstrap(capsys, *extra)
+    assert code == 0, err
+    database = fresh_host / where / "layersched.db"
+    assert err.splitlines() == [
+        f"database: sqlite:///{database} ({source})",
+        "database schema up to date (alembic upgrade head)",
+    ]
+    token = out.splitlines()[1].split(": ", 1)[1]
+    assert token_owner(database, token) == "root"
+    code, _, err = run(
+        capsys, "admin", "user", "add", "--name", "ada", "--email", "a@example.org", "--bootstrap", *extra
+    )  # the second run finds the schema in place
+    assert code == 0, err
+
+
+def test_bootstrap_refuses_two_databases(
+    capsys: pytest.CaptureFixture[str], fresh_host: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAYERSCHED_DATABASE_URL", f"sqlite:///{fresh_host / 'a.db'}")
+    code, _, err = bootstrap(capsys, "--data-dir", "b")
+    assert code == 1
+    assert error_line(err) == (
+        f"error: LAYERSCHED_DATABASE_URL (sqlite:///{fresh_host / 'a.db'}) and --data-dir b name two databases; "
+        "give one of them"
+    )
+    assert list(fresh_host.iterdir()) == []
+
+
+def test_bootstrap_names_an_unreachable_database_without_its_password(
+    capsys: pytest.CaptureFixture[str], fresh_host: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAYERSCHED_DATABASE_URL", "postgresql+psycopg://olga:s3cret@127.0.0.1:1/layersched")
+    code, _, err = bootstrap(capsys)
+    assert code == 1
+    assert err.splitlines()[0] == (
+        "database: postgresql+psycopg://olga:***@127.0.0.1:1/layersched (from LAYERSCHED_DATABASE_URL)"
+    )
+    assert error_line(err).startswith(
+        "error: cannot bring the database postgresql+psycopg://olga:***@127.0.0.1:1/layersched up to date: "
+    )
+    assert "s3cret" not in err
+
+
+def test_data_dir_goes_with_bootstrap(capsys: pytest.CaptureFixture[str], fresh_host: Path) -> None:
+    code, _, err = run(capsys, "admin", "user", "add", "--name", "a", "--email", "a@x.org", "--data-dir", "srv")
+    assert code == 1
+    assert error_line(err) == (
+        "error: --data-dir goes with --bootstrap (without it, the user is created through the API)"
+    )
+    assert list(fresh_host.iterdir()) == []
+
+
+def test_worker_names_its_database_and_refuses_a_bad_celery_argument_in_one_line(tmp_path: Path) -> None:
+    database = tmp_path / "w.db"
+    env = dict(os.environ, LAYERSCHED_DATABASE_URL=f"sqlite:///{database}", LAYERSCHED_CONFIG=str(tmp_path / "c.json"))
+    result = subprocess.run(
+        [*_console_script(), "worker", "--", "--no-such-flag"],
+        capture_output=True, text=True, env=env, timeout=120, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"layersched: database sqlite:///{database} (its schema is brought up to date by `layersched serve`, "
+        "`layersched admin user add --bootstrap` or `alembic upgrade head`, not by a worker)",
+        "error: celery worker: No such option '--no-such-flag'.",
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- local commands
@@ -405,14 +732,61 @@ def test_admin_evalset_new_prints_a_commitment_that_verifies(
     out_path = tmp_path / "private" / "final.toml"
     code, out, err = run(capsys, "admin", "evalset", "new", "--from", str(template), "--out", str(out_path))
     assert code == 0, err
-    first, second = out.splitlines()
-    assert first == f"wrote {out_path} (mode 0600): 1 scenarios, 3 episodes"
+    first, second, third = out.splitlines()
+    assert first == f"wrote {out_path} (mode 0600): evaluation set 'final', 1 scenarios, 3 episodes"
     commitment = second.rsplit(": ", 1)[1]
+    assert third == (
+        "at the end: `layersched admin evalset reveal final` and publish final.toml; then anyone checks it with "
+        f"`layersched evalset verify final.toml {commitment}`"
+    )
     assert stat.S_IMODE(out_path.stat().st_mode) == 0o600
     assert run(capsys, "evalset", "verify", str(out_path), commitment)[0] == 0
     code, _, err = run(capsys, "admin", "evalset", "new", "--from", str(template), "--out", str(out_path))
     assert code == 1
     assert error_line(err) == f"error: {out_path} already exists; refusing to overwrite an evaluation set"
+
+
+@pytest.mark.parametrize(
+    ("out_name", "options", "expected"),
+    [("spring.toml", [], "spring"), ("s.toml", ["--name", "spring-2027"], "spring-2027")],
+    ids=["file-stem", "name-option"],
+)
+def test_admin_evalset_new_names_the_set_after_the_file_or_the_option(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, out_name: str, options: list[str], expected: str
+) -> None:
+    from layersched.sim.evalset import load_evalset
+
+    out_path = tmp_path / "private" / out_name
+    code, out, err = run(
+        capsys, "admin", "evalset", "new", "--from", str(EXAMPLE_TEMPLATE), "--out", str(out_path), *options
+    )
+    assert code == 0, err
+    assert load_evalset(out_path).name == expected
+    assert f"evaluation set {expected!r}, 5 scenarios, 150 episodes" in out.splitlines()[0]
+
+
+def test_admin_evalset_new_refuses_a_name_that_is_not_one(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out_path = tmp_path / "private" / "my set.toml"
+    code, _, err = run(capsys, "admin", "evalset", "new", "--from", str(EXAMPLE_TEMPLATE), "--out", str(out_path))
+    assert code == 1
+    assert error_line(err) == (
+        f"error: {EXAMPLE_TEMPLATE}: evaluation set name must be 1-64 letters, digits, '.', '_' or '-', starting "
+        "with a letter or digit, got 'my set' (name it with --name)"
+    )
+    assert not out_path.exists()
+
+
+def test_admin_evalset_help_cites_a_template_that_exists(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in (["admin", "evalset"], ["admin", "evalset", "new"]):
+        with pytest.raises(SystemExit):
+            main([*command, "--help"])
+        cited = {
+            word
+            for word in capsys.readouterr().out.split()
+            if word.startswith("hidden_seeds/") and "private" not in word
+        }
+        assert cited == {"hidden_seeds/challenge-example.toml"}, command
+        assert (REPO / "hidden_seeds" / "challenge-example.toml").is_file()
 
 
 def test_unwritable_directory_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -491,14 +865,17 @@ def test_console_script_runs_without_traceback(tmp_path: Path) -> None:
     env = dict(os.environ, LAYERSCHED_CONFIG=str(tmp_path / "c.json"))
     env.pop("LAYERSCHED_SERVER", None)
     env.pop("LAYERSCHED_TOKEN", None)
-    script = Path(sys.executable).with_name("layersched")
-    cmd: list[Any] = (
-        [str(script)]
-        if script.exists()
-        else [sys.executable, "-c", "from layersched.sdk.cli import main; raise SystemExit(main())"]
+    result = subprocess.run(
+        [*_console_script(), "status"], capture_output=True, text=True, env=env, timeout=60, check=False
     )
-    result = subprocess.run([*cmd, "status"], capture_output=True, text=True, env=env, timeout=60, check=False)
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr.startswith("error: no server configured")
     assert "Traceback" not in result.stderr
+
+
+def _console_script() -> list[Any]:
+    script = Path(sys.executable).with_name("layersched")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "from layersched.sdk.cli import main; raise SystemExit(main())"]

@@ -235,3 +235,52 @@ def test_against_the_live_app(live_server: Any, policy_file: Path) -> None:
     with Client(live_server.url, "wrong") as client, pytest.raises(errors.AuthError) as auth:
         client.me()
     assert (auth.value.status, auth.value.code) == (401, "unauthorized")
+
+
+# ---------------------------------------------------------------------------------------------- allowance
+
+
+@pytest.mark.parametrize(
+    ("refusal", "expected"),
+    [
+        ({"status": 429, "code": "quota_exceeded", "message": "daily quota of 2 used"}, errors.QuotaExceeded),
+        ({"status": 429, "code": "too_many_in_flight", "message": "2 queued"}, errors.QuotaExceeded),
+        ({"status": 409, "code": "conflict", "message": "uploads are closed"}, errors.Conflict),
+    ],
+    ids=["quota", "in-flight", "closed"],
+)
+def test_a_refused_allowance_raises_the_uploads_error(refusal: dict[str, Any], expected: type[Exception]) -> None:
+    body = {"submissions_today": 2, "daily_quota": 2, "in_flight": 0, "max_in_flight": 2, "refusal": refusal}
+    with client_for(lambda request: httpx.Response(200, json=body)) as client:
+        allowance = client.allowance()
+    with pytest.raises(expected) as exc:
+        allowance.raise_if_refused()
+    assert str(exc.value) == refusal["message"]
+
+
+@pytest.mark.parametrize(
+    ("me_status", "raised"), [(200, None), (401, errors.AuthError)], ids=["token-ok", "token-wrong"]
+)
+def test_a_server_without_the_allowance_route_still_has_the_token_checked_first(
+    me_status: int, raised: type[Exception] | None
+) -> None:
+    from layersched.sdk.cli import _check_allowance
+
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        if request.url.path == "/api/v1/me/allowance":
+            return httpx.Response(404, json={"error": {"code": "not_found", "message": "no route"}})
+        if me_status != 200:
+            return httpx.Response(me_status, json={"error": {"code": "unauthorized", "message": "bad token"}})
+        return httpx.Response(200, json={"id": 1, "name": "a", "email": "a@x", "role": "participant",
+                                         "submissions_today": 0, "daily_quota": 2})  # fmt: skip
+
+    with client_for(handler) as client:
+        if raised is None:
+            _check_allowance(client)
+        else:
+            with pytest.raises(raised):
+                _check_allowance(client)
+    assert seen == ["/api/v1/me/allowance", "/api/v1/me"]

@@ -57,8 +57,14 @@ def test_a_broken_config_file_is_named(isolated_config: Path, text: str, message
 
 @pytest.mark.parametrize(
     ("url", "expected"),
-    [("127.0.0.1:8000", "http://127.0.0.1:8000"), ("https://x.org/prefix/", "https://x.org/prefix")],
-    ids=["bare-host", "trailing-slash"],
+    [
+        ("127.0.0.1:8000", "http://127.0.0.1:8000"),
+        ("https://x.org/prefix/", "https://x.org/prefix"),
+        ("http://x.org/api/v1", "http://x.org"),
+        ("http://x.org:8000/api/v1/", "http://x.org:8000"),
+        ("https://x.org/challenge/api/v1", "https://x.org/challenge"),
+    ],
+    ids=["bare-host", "trailing-slash", "api-path", "api-path-slash", "prefix-and-api-path"],
 )
 def test_normalise_server(url: str, expected: str) -> None:
     assert normalise_server(url) == expected

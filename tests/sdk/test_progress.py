@@ -43,3 +43,13 @@ def test_terminal_redraws_in_place() -> None:
     with ProgressBar("x", 2, stream=stream, width=2) as bar:
         bar.update(1)
     assert stream.getvalue() == "\r\x1b[Kx [#.]  50% 1/2\r\x1b[Kx [#.]  50% 1/2\n"
+
+
+def test_an_unknown_total_with_nothing_done_shows_no_count() -> None:
+    stream = io.StringIO()
+    bar = ProgressBar("evaluation", stream=stream, interval=0)
+    bar.update(0, None, note="queued")
+    bar.update(0, 0, note="queued")  # a queued evaluation reports total 0: still no count to show
+    bar.update(1, 2, note="running")
+    bar.close()
+    assert stream.getvalue() == "evaluation  queued\nevaluation [###############...............]  50% 1/2  running\n"
