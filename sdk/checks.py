@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from layersched.sdk.bundle import ENTRY_POINT, MAX_BYTES, Bundle
+from layersched.sdk.bundle import ENTRY_POINT, MAX_BYTES, MAX_FILES, MAX_UNPACKED_BYTES, Bundle
 from layersched.sdk.errors import PolicyCheckError
 from layersched.sdk.progress import format_bytes
 
@@ -32,13 +32,21 @@ class Finding:
     message: str
 
 
+def limits_text() -> str:
+    """The bundle limits as README's contract and the CLI state them, from the constants ``make_bundle`` enforces."""
+    return (
+        f"at most {MAX_BYTES / 1e6:g} MB as uploaded (compressed), {MAX_UNPACKED_BYTES / 1e6:g} MB unpacked "
+        f"and {MAX_FILES} files"
+    )
+
+
 def static_findings(bundle: Bundle) -> list[Finding]:
     """Syntax of every ``.py`` file, the ``policy`` entry point, imports the sandbox lacks, size near the limit."""
     findings = [
         Finding(
             "ok",
             f"bundle: {len(bundle.files)} file{'s' if len(bundle.files) != 1 else ''}, "
-            f"{format_bytes(bundle.unpacked_bytes)} (upload {format_bytes(len(bundle.data))})",
+            f"{format_bytes(bundle.unpacked_bytes)} (upload {format_bytes(len(bundle.data))}); limits: {limits_text()}",
         )
     ]
     if len(bundle.data) > 0.8 * MAX_BYTES:

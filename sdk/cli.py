@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from layersched.sdk.checks import limits_text
 from layersched.sdk.config import LOGIN_HINT, load_config, save_config
 from layersched.sdk.errors import AuthError, ConfigError, Forbidden, LayerschedError, WaitTimeout
 from layersched.sdk.progress import ProgressBar, format_bytes
@@ -99,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
         "check a policy locally and score it on the public sample",
         "Check the bundle (size, files, links), syntax, the policy(env, task, rng) contract and imports the\n"
         "sandbox lacks, then run the policy on the public sample episodes in a separate process and print its\n"
-        "score next to the six baselines. Exits 1 if something would fail on the server.",
+        f"score next to the six baselines. A bundle holds {limits_text()}.\n"
+        "Exits 1 if something would fail on the server.",
         "  layersched validate my_policy.py\n  layersched validate my_policy/ --deadline 0.5\n"
         "  layersched validate my_policy/ --evalset hidden_seeds/sample.toml --episodes 2\n",
     )
@@ -125,8 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
         "submit",
         cmd_submit,
         "upload a policy and follow its evaluation",
-        "Bundle PATH (a .py file, or a directory with policy.py; at most 50 MB and 100 files), run the static\n"
-        "checks, upload it with a progress bar, then follow the evaluation until its score and rank are known.",
+        f"Bundle PATH (a .py file, or a directory with policy.py; {limits_text()}),\n"
+        "run the static checks, upload it with a progress bar, then follow the evaluation until its score and\n"
+        "rank are known.",
         "  layersched submit my_policy.py\n"
         '  layersched submit my_policy/ --name mlp-v2 --message "imitation + 200 PG episodes"\n'
         "  layersched submit my_policy/ --no-wait      # then: layersched status ID\n",

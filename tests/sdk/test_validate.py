@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from layersched.sdk.checks import limits_text
 from layersched.sdk.cli import main
 from layersched.sdk.validate import POLICY_ROW, validate
 
@@ -146,7 +147,7 @@ def test_cli_validate_syntax_error(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["validate", str(path)]) == 1
     out = capsys.readouterr().out
     assert out == (
-        "  ok    bundle: 1 file, 41 B (upload 41 B)\n"
+        f"  ok    bundle: 1 file, 41 B (upload 41 B); limits: {limits_text()}\n"
         "  FAIL  policy.py:2: syntax error: '(' was never closed\n\n"
         f"{path}: 1 problem to fix before submitting\n"
     )
