@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"score next to the six baselines. A bundle holds {limits_text()}.\n"
         "Exits 1 if something would fail on the server.",
         "  layersched validate my_policy.py\n  layersched validate my_policy/ --deadline 0.5\n"
-        "  layersched validate my_policy/ --evalset hidden_seeds/sample.toml --episodes 2\n",
+        "  layersched validate my_policy/ --evalset sample --episodes 2\n",
     )
     p.add_argument("path", type=Path, help="a policy .py file or a directory with policy.py")
     p.add_argument(
@@ -113,7 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="per-decision deadline in seconds to check against (default 1)",
     )
-    p.add_argument("--evalset", type=Path, metavar="FILE", help="evaluation-set file (default: the public sample)")
+    p.add_argument(
+        "--evalset",
+        metavar="NAME|FILE",
+        help="a built-in set (sample: the public board's episodes, the default) or an evaluation-set file",
+    )
     p.add_argument(
         "--episodes",
         type=positive_int,

@@ -138,34 +138,18 @@ def run_in_subprocess(
 # ---------------------------------------------------------------------------------------------- the child
 
 
-def default_sample_path() -> Path | None:
-    """The public sample set the server scores public episodes on, where this installation has it.
+def default_sample_path() -> Path:
+    """The public sample set the server's public board scores on by default, shipped in ``layersched.sim``."""
+    from layersched.sim.evalset import SAMPLE_PATH
 
-    TODO(issue 4): ship ``hidden_seeds/sample.toml`` as package data of ``layersched.sim`` so that a ``pip install``
-    finds it too; today only a source checkout (an editable install) does, and others get the built-in fallback.
-    """
-    import layersched.sim
-
-    for candidate in (
-        Path(layersched.sim.__file__).resolve().parent / "data" / "sample.toml",
-        Path(layersched.sim.__file__).resolve().parent.parent / "hidden_seeds" / "sample.toml",
-    ):
-        if candidate.is_file():
-            return candidate
-    return None
+    return SAMPLE_PATH
 
 
-def sample_evalset(path: str | None) -> Any:
-    """The evaluation set to validate on: the given file, else the public sample, else the lab's test episodes."""
-    from layersched.sim.episodes import EpisodeSpec
-    from layersched.sim.evalset import EvalScenario, EvalSet, load_evalset
-    from layersched.sim.scenario import Scenario
+def sample_evalset(name_or_path: str | None) -> Any:
+    """The evaluation set to validate on: a built-in set's name or a file; by default the public sample."""
+    from layersched.sim.evalset import evalset_file, load_evalset
 
-    chosen = Path(path) if path is not None else default_sample_path()
-    if chosen is not None:
-        return load_evalset(chosen)
-    episodes = tuple(EpisodeSpec(id=f"seed{s}", split="public", seed=s) for s in range(5))
-    return EvalSet(name="lab-sample", scenarios=(EvalScenario("lab", 1.0, Scenario(), episodes),))
+    return load_evalset(evalset_file(name_or_path if name_or_path is not None else "sample"))
 
 
 def _seed_globals(seed: int) -> None:

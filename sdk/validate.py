@@ -26,7 +26,6 @@ from layersched.sdk.localrun import (
     RunRequest,
     run_in_subprocess,
     run_in_worker_sandbox,
-    sample_evalset,
     worker_sandbox_available,
 )
 
@@ -93,14 +92,19 @@ def validate(
 ) -> ValidationReport:
     """All steps; the report's findings say what would fail or be slow on the server.
 
+    ``evalset_path`` is a built-in set's name or a file (default: ``sample``, the public board's episodes).
+
     ``use_worker_sandbox`` (default: whenever ``layersched.worker`` is installed) runs the scored episodes through the
     worker's harness; otherwise the child process runs them in-process.
     """
+    from layersched.sim.evalset import evalset_file, load_evalset
+
     report = static_check(path)
     if not report.ok or report.bundle is None:
         return report
     bundle = report.bundle
-    evalset = sample_evalset(str(evalset_path) if evalset_path is not None else None)
+    evalset_at = evalset_file(evalset_path if evalset_path is not None else "sample").resolve()
+    evalset = load_evalset(evalset_at)
     report.evalset_name = evalset.name
     jobs = evalset.jobs("public")[:max_episodes] if max_episodes is not None else evalset.jobs("public")
     sandbox = worker_sandbox_available() if use_worker_sandbox is None else use_worker_sandbox
@@ -108,7 +112,7 @@ def validate(
         entry_point=str(bundle.entry_point.resolve()),
         bundle_root=str(bundle.root.resolve()),
         bundle_sha256=bundle.sha256,
-        evalset_path=str(Path(evalset_path).resolve()) if evalset_path is not None else None,
+        evalset_path=str(evalset_at),
         deadline_s=deadline_s,
         max_episodes=max_episodes,
         all_episodes=not sandbox,

@@ -9,6 +9,8 @@ from typing import Annotated, Literal
 from pydantic import AwareDatetime, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from layersched.sim.evalset import SAMPLE_PATH
+
 
 class Settings(BaseSettings):
     """Everything the server, the migrations and the worker's storage calls need to know."""
@@ -39,7 +41,6 @@ class Settings(BaseSettings):
     ] = 600
     max_attempts: Annotated[int, Field(ge=1, description="times an evaluation is started before it fails for good")] = 3
 
-    # The public sample set of the checkout this package runs from (wherever the process was started).
     public_ladder_step: Annotated[
         float | None,
         Field(
@@ -67,7 +68,8 @@ class Settings(BaseSettings):
         ),
     ] = None
 
-    evalset_path: Path = Path(__file__).resolve().parents[1] / "hidden_seeds" / "sample.toml"
+    # The public sample set shipped in the package: the very file `layersched validate` scores on.
+    evalset_path: Path = SAMPLE_PATH
 
     # The worker's side (issue 6) reads these; they live here because the service has one Settings.
     sandbox_backend: Literal["auto", "docker", "process"] = "auto"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,8 @@ import pytest
 from layersched.sdk.checks import limits_text
 from layersched.sdk.cli import main
 from layersched.sdk.validate import POLICY_ROW, validate
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 GREEDY = """\
 import numpy as np
@@ -159,3 +163,77 @@ def test_cli_validate_static_only(tmp_path: Path, capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert "  warn  policy.py:1: imports 'pandas', which the sandbox image does not have" in out
     assert out.endswith(f"{path}: ready to submit, 1 warning\n")
+
+
+# ---------------------------------------------------------------------------------- the public sample set
+
+REPO = README.parent
+
+
+def test_the_public_sample_ships_in_the_package(tmp_path: Path) -> None:
+    """What a ``pip install`` gets: setuptools' own copy of the packages with their package data."""
+    from layersched.sim.evalset import SAMPLE_PATH, load_evalset
+
+    command = [sys.executable, "-c", "from setuptools import setup; setup()", "build_py", "--build-lib", str(tmp_path)]
+    subprocess.run(command, cwd=REPO, check=True, capture_output=True)
+    shipped = tmp_path / "layersched" / "sim" / "data" / "sample.toml"
+    assert shipped.read_bytes() == SAMPLE_PATH.read_bytes() == (REPO / "hidden_seeds" / "sample.toml").read_bytes()
+    assert load_evalset(shipped).commitment == load_evalset(REPO / "hidden_seeds" / "sample.toml").commitment
+
+
+@pytest.mark.parametrize(
+    "evalset", ["sample", str(REPO / "hidden_seeds" / "sample.toml")], ids=["built-in-name", "path"]
+)
+def test_cli_validate_takes_a_built_in_name_or_a_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], evalset: str
+) -> None:
+    path = write(tmp_path, GREEDY, "greedy.py")
+    assert main(["validate", str(path), "--evalset", evalset, "--episodes", "1"]) == 0
+    assert "score on 1 public episode of 'sample' " in capsys.readouterr().out
+
+
+def test_cli_validate_names_an_unknown_evalset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, GREEDY, "greedy.py")
+    assert main(["validate", str(path), "--evalset", "hidden_seeds/nope.toml"]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "error: no evaluation set 'hidden_seeds/nope.toml': not a file, and not a built-in set (sample)"
+    )
+
+
+@pytest.mark.postgres
+def test_validates_baselines_are_the_public_boards_rows(tmp_path: Path) -> None:
+    """The server registers its default set as ``layersched serve`` does; validate's reference rows are its rows."""
+    from layersched.server import storage
+    from layersched.server.admin import upgrade_database
+    from layersched.server.config import Settings
+    from layersched.server.db import make_engine, make_sessionmaker, session_scope
+    from layersched.sim.evalset import SAMPLE_PATH, load_evalset
+    from layersched.worker.evalsets import register_and_score
+    from tests.server.conftest import PG_URL, create_pg_database, drop_pg_database
+
+    name = create_pg_database()
+    try:
+        settings = Settings(  # type: ignore[call-arg]
+            _env_file=None, database_url=PG_URL.format(name=name), baseline_cache_dir=tmp_path / "baselines"
+        )
+        assert settings.evalset_path.resolve() == SAMPLE_PATH
+        upgrade_database(settings=settings)
+        register_and_score(path=settings.evalset_path, settings=settings)
+        engine = make_engine(settings.database_url)
+        try:
+            with session_scope(make_sessionmaker(engine)) as session:
+                board = {
+                    row.baseline: row.score_public["overall"]
+                    for row in storage.list_baseline_results(
+                        session=session, evalset_commitment=load_evalset(SAMPLE_PATH).commitment
+                    )
+                }
+        finally:
+            engine.dispose()
+    finally:
+        drop_pg_database(name)
+    report = validate(write(tmp_path, GREEDY))
+    assert report.ok, report.findings
+    local = {row.name: row.score for row in report.rows if row.name != POLICY_ROW}
+    assert local == pytest.approx(board, rel=1e-12)
+    assert set(local) == {"Random", "LeastLoaded", "Kube", "Dep", "LRS", "Greedy"}
