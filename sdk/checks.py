@@ -73,7 +73,18 @@ def static_findings(bundle: Bundle) -> list[Finding]:
         findings.extend(_entry_point_findings(entry, trees[entry]))
     for name, tree in trees.items():
         for lineno, module in _unguarded_imports(tree):
-            if not _available(module, local):
+            if _available(module, local):
+                continue
+            beside = _beside_single_file(bundle, module)
+            if beside is not None:
+                findings.append(
+                    Finding(
+                        "error",
+                        f"{name}:{lineno}: imports {module!r} from {beside}, which is not in the bundle: a single "
+                        f".py file is bundled alone; submit the directory instead, with this file as its {ENTRY_POINT}",
+                    )
+                )
+            else:
                 findings.append(
                     Finding(
                         "warning",
@@ -82,6 +93,17 @@ def static_findings(bundle: Bundle) -> list[Finding]:
                     )
                 )
     return findings
+
+
+def _beside_single_file(bundle: Bundle, module: str) -> Path | None:
+    """The module or package beside a single-file bundle that ``module`` would import locally, if there is one."""
+    if not bundle.source.is_file():
+        return None
+    top = module.split(".", 1)[0]
+    for candidate in (bundle.root / f"{top}.py", bundle.root / top):
+        if candidate.exists():
+            return candidate
+    return None
 
 
 def _local_modules(files: tuple[str, ...]) -> set[str]:

@@ -3,7 +3,9 @@
 1. A child process of ours (``run_in_subprocess``): imports the policy, runs ``check_policy`` on a fresh episode
    and times every decision of the first episode in-process. The student's module may crash, hang, print or change
    global state; none of it takes down or skews the CLI. Results stream as JSON lines on a private file descriptor
-   (the policy's own prints go to stderr, of which the parent keeps the tail).
+   (the policy's own prints go to stderr, of which the parent keeps the tail). The child sees the bundle's files
+   alone (``stage_bundle``, as the server unpacks them) and starts in an empty folder, so nothing beside a bundle
+   changes what it or the policy imports.
 2. The worker's own sandbox harness (``run_in_worker_sandbox``: ``layersched.worker.runner.open_sandbox`` with the
    ``process`` backend): every scored episode, plus the first one again to check that the actions reproduce,
    exactly as the server drives them (a replica env that sees no future task, one fork per episode, the same seeds
@@ -23,6 +25,7 @@ import logging
 import os
 import queue
 import random
+import shutil
 import subprocess
 import sys
 import threading
@@ -32,6 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
+
+from layersched.sdk.bundle import ENTRY_POINT, Bundle
 
 STDERR_TAIL_BYTES = 16 * 1024
 IMPORT_BUDGET_S = 120.0
@@ -60,14 +65,30 @@ class RunOutcome:
     killed_after_s: float | None = None
 
 
+def stage_bundle(bundle: Bundle, into: Path) -> Path:
+    """Copy the bundle's files alone into the new folder ``into``, as the server unpacks them (a single file as
+    ``policy.py``); returns ``into``. What lies beside a bundle on disk is not in it, so it must not be importable."""
+    into.mkdir(parents=True)
+    if bundle.source.is_file():
+        (into / ENTRY_POINT).write_bytes(bundle.data)
+        return into
+    for name in bundle.files:
+        target = into / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(bundle.root / name, target)
+    return into
+
+
 def run_in_subprocess(
     request: RunRequest,
     *,
+    workdir: Path,
     total_episodes: int,
     n_tasks_max: int,
     on_message: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunOutcome:
-    """Start the child, feed it ``request``, relay its messages; kill it if it overruns its wall budget."""
+    """Start the child in ``workdir`` (an empty folder: ``-m`` puts it first on the child's ``sys.path``), feed it
+    ``request``, relay its messages; kill it if it overruns its wall budget."""
     read_fd, write_fd = os.pipe()
     env = dict(os.environ, LAYERSCHED_RESULT_FD=str(write_fd), PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
@@ -77,7 +98,7 @@ def run_in_subprocess(
         stderr=subprocess.PIPE,
         pass_fds=(write_fd,),
         env=env,
-        cwd=request.bundle_root,
+        cwd=workdir,
     )
     os.close(write_fd)
     assert proc.stdin is not None and proc.stderr is not None

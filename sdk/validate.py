@@ -14,18 +14,20 @@
 from __future__ import annotations
 
 import random
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from layersched.sdk.bundle import Bundle, make_bundle
+from layersched.sdk.bundle import ENTRY_POINT, Bundle, make_bundle
 from layersched.sdk.checks import Finding, static_findings
 from layersched.sdk.errors import BundleError
 from layersched.sdk.localrun import (
     RunRequest,
     run_in_subprocess,
     run_in_worker_sandbox,
+    stage_bundle,
     worker_sandbox_available,
 )
 
@@ -108,38 +110,47 @@ def validate(
     report.evalset_name = evalset.name
     jobs = evalset.jobs("public")[:max_episodes] if max_episodes is not None else evalset.jobs("public")
     sandbox = worker_sandbox_available() if use_worker_sandbox is None else use_worker_sandbox
-    request = RunRequest(
-        entry_point=str(bundle.entry_point.resolve()),
-        bundle_root=str(bundle.root.resolve()),
-        bundle_sha256=bundle.sha256,
-        evalset_path=str(evalset_at),
-        deadline_s=deadline_s,
-        max_episodes=max_episodes,
-        all_episodes=not sandbox,
-    )
-    outcome = run_in_subprocess(
-        request,
-        total_episodes=len(jobs) if not sandbox else 1,
-        n_tasks_max=max(job.scenario.n_tasks for job in jobs),
-        on_message=on_message,
-    )
-    report.stderr_tail = outcome.stderr_tail
-    messages = outcome.messages
-    if outcome.killed_after_s is not None:
-        report.findings.append(
-            Finding("error", f"the policy was stopped after {outcome.killed_after_s:.0f} s without finishing (a hang?)")
+    with tempfile.TemporaryDirectory(prefix="layersched-validate-") as tmp:
+        staged = stage_bundle(bundle, Path(tmp) / "bundle")
+        workdir = Path(tmp) / "work"
+        workdir.mkdir()
+        request = RunRequest(
+            entry_point=str(staged / ENTRY_POINT),
+            bundle_root=str(staged),
+            bundle_sha256=bundle.sha256,
+            evalset_path=str(evalset_at),
+            deadline_s=deadline_s,
+            max_episodes=max_episodes,
+            all_episodes=not sandbox,
         )
-    elif not any(m.get("kind") in ("import_error", "contract") for m in messages) and outcome.returncode:
-        report.findings.append(
-            Finding("error", f"the policy's process died with exit code {outcome.returncode} (see its stderr above)")
+        outcome = run_in_subprocess(
+            request,
+            workdir=workdir,
+            total_episodes=len(jobs) if not sandbox else 1,
+            n_tasks_max=max(job.scenario.n_tasks for job in jobs),
+            on_message=on_message,
         )
-    elif sandbox and any(m.get("kind") == "timing" for m in messages):
-        report.runner = "the worker's sandbox harness (process backend)"
-        messages = messages + run_in_worker_sandbox(
-            bundle.source, bundle.sha256, jobs, deadline_s=deadline_s, on_message=on_message
-        )
-    else:
-        report.runner = "a local process (layersched.worker is not installed)"
+        report.stderr_tail = outcome.stderr_tail
+        messages = outcome.messages
+        if outcome.killed_after_s is not None:
+            report.findings.append(
+                Finding(
+                    "error", f"the policy was stopped after {outcome.killed_after_s:.0f} s without finishing (a hang?)"
+                )
+            )
+        elif not any(m.get("kind") in ("import_error", "contract") for m in messages) and outcome.returncode:
+            report.findings.append(
+                Finding(
+                    "error", f"the policy's process died with exit code {outcome.returncode} (see its stderr above)"
+                )
+            )
+        elif sandbox and any(m.get("kind") == "timing" for m in messages):
+            report.runner = "the worker's sandbox harness (process backend)"
+            messages = messages + run_in_worker_sandbox(
+                staged, bundle.sha256, jobs, deadline_s=deadline_s, on_message=on_message
+            )
+        else:
+            report.runner = "a local process (layersched.worker is not installed)"
     _interpret(report, messages, deadline_s)
     if report.ok and report.episodes and all(e["status"] == "ok" for e in report.episodes):
         report.rows = _score_rows(jobs, report.episodes, evalset.weights)
@@ -166,7 +177,7 @@ def _interpret(report: ValidationReport, messages: list[dict[str, Any]], deadlin
                 if "\n" in message:  # the harness appends the traceback: keep its first and last lines here
                     lines = [line for line in message.splitlines() if line.strip()]
                     report.stderr_tail = (report.stderr_tail + "\n" + message).strip()
-                    message = f"{lines[0]}: {lines[-1].strip()}"
+                    message = f"{lines[0].rstrip(':')}: {lines[-1].strip()}"
                 report.findings.append(
                     Finding("error", f"episode {m['scenario']}/{m['episode']}: {m['status']}: {message}")
                 )

@@ -214,3 +214,23 @@ def test_the_report_states_the_limits(tmp_path: Path) -> None:
     (tmp_path / "policy.py").write_text("def policy(env, task, rng):\n    return 0\n")
     first = static_findings(make_bundle(tmp_path / "policy.py"))[0]
     assert first == Finding("ok", f"bundle: 1 file, 41 B (upload 41 B); limits: {limits_text()}")
+
+
+# ---------------------------------------------------------------------------------- beside a single file
+
+
+@pytest.mark.parametrize("sibling", ["helper.py", "helper/__init__.py"], ids=["module", "package"])
+def test_a_single_file_importing_its_sibling_is_an_error(tmp_path: Path, sibling: str) -> None:
+    (tmp_path / sibling).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / sibling).write_text("X = 1\n")
+    (tmp_path / "mine.py").write_text(
+        "import json\nfrom helper import X\n\ndef policy(env, task, rng):\n    return X\n"
+    )
+    beside = tmp_path / sibling.split("/")[0]
+    assert static_findings(make_bundle(tmp_path / "mine.py"))[2:] == [
+        Finding(
+            "error",
+            f"mine.py:2: imports 'helper' from {beside}, which is not in the bundle: a single .py file is bundled "
+            f"alone; submit the directory instead, with this file as its policy.py",
+        )
+    ]

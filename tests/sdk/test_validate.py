@@ -10,7 +10,7 @@ import pytest
 
 from layersched.sdk.checks import limits_text
 from layersched.sdk.cli import main
-from layersched.sdk.validate import POLICY_ROW, validate
+from layersched.sdk.validate import POLICY_ROW, ValidationReport, _interpret, validate
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -163,6 +163,51 @@ def test_cli_validate_static_only(tmp_path: Path, capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert "  warn  policy.py:1: imports 'pandas', which the sandbox image does not have" in out
     assert out.endswith(f"{path}: ready to submit, 1 warning\n")
+
+
+# ---------------------------------------------------------------------------------- what lies beside a bundle
+
+
+def test_a_module_beside_a_single_file_does_not_shadow_the_cli(tmp_path: Path) -> None:
+    write(tmp_path, "raise ImportError('the folder shadowed the CLI')\n", "string.py")
+    write(tmp_path, "raise ImportError('the folder shadowed the CLI')\n", "json.py")
+    report = validate(write(tmp_path, GREEDY, "greedy.py"), max_episodes=1)
+    assert report.ok, report.findings
+    assert [e["status"] for e in report.episodes] == ["ok"]
+
+
+def test_a_single_file_that_imports_a_sibling_gets_one_line(tmp_path: Path) -> None:
+    write(tmp_path, "def best(env, task):\n    return int(env.mask(task).argmax())\n", "helper.py")
+    path = write(
+        tmp_path, "import helper\n\ndef policy(env, task, rng):\n    return helper.best(env, task)\n", "mine.py"
+    )
+    report = validate(path, max_episodes=1)
+    assert errors(report) == [
+        f"mine.py:1: imports 'helper' from {tmp_path / 'helper.py'}, which is not in the bundle: a single .py file "
+        f"is bundled alone; submit the directory instead, with this file as its policy.py"
+    ]
+    assert [f.level for f in report.findings] == ["ok", "ok", "error"]  # bundle, entry point: nothing was run
+
+
+def test_a_single_file_that_imports_a_sibling_at_run_time_is_told_so(tmp_path: Path) -> None:
+    write(tmp_path, "def best(env, task):\n    return int(env.mask(task).argmax())\n", "helper.py")
+    source = (
+        "import importlib\nhelper = importlib.import_module('helper')\n\ndef policy(env, task, rng):\n    return 0\n"
+    )
+    report = validate(write(tmp_path, source, "mine.py"), max_episodes=1)
+    assert errors(report) == ["importing the policy failed: ModuleNotFoundError: No module named 'helper'"]
+
+
+def test_the_harness_import_failure_reads_as_one_sentence(tmp_path: Path) -> None:
+    report = ValidationReport(tmp_path)
+    message = (
+        "policy import failed:\nTraceback (most recent call last):\n  ...\nModuleNotFoundError: No module named 'x'"
+    )
+    episode = {"kind": "episode", "scenario": "lab-300", "episode": "seed0", "status": "import_error"}
+    _interpret(report, [{**episode, "message": message}], 2.0)
+    assert errors(report) == [
+        "episode lab-300/seed0: import_error: policy import failed: ModuleNotFoundError: No module named 'x'"
+    ]
 
 
 # ---------------------------------------------------------------------------------- the public sample set
