@@ -191,11 +191,19 @@ def _entry_point_findings(entry: str, tree: ast.Module) -> list[Finding]:
     ]
 
 
-def check_policy(policy: Callable[..., Any], env: Any = None, *, seed: int = 0, decisions: int = 5) -> None:
+def check_policy(
+    policy: Callable[..., Any],
+    env: Any = None,
+    *,
+    seed: int = 0,
+    decisions: int = 5,
+    decide: Callable[[Callable[..., Any], Any, Any, random.Random], Any] | None = None,
+) -> None:
     """Call ``policy`` on the first ``decisions`` tasks of a fresh lab episode and check every reply.
 
     Raises ``PolicyCheckError`` naming the failing value: not callable, a signature that cannot take
     ``(env, task, rng)``, a reply that is not an int node index, out of range, or masked (image does not fit).
+    ``decide(policy, env, task, rng)``, if given, makes each call (``layersched validate`` keeps a deadline on it).
     """
     from layersched.sim.env import ClusterEnv
     from layersched.sim.episode import check_action
@@ -215,7 +223,7 @@ def check_policy(policy: Callable[..., Any], env: Any = None, *, seed: int = 0, 
     task = env.reset(seed)
     rng = random.Random(seed)
     for step in range(decisions):
-        reply = policy(env, task, rng)
+        reply = policy(env, task, rng) if decide is None else decide(policy, env, task, rng)
         if isinstance(reply, float):
             raise PolicyCheckError(
                 f"step {step}: policy returned {reply!r} (float); "

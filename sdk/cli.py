@@ -21,6 +21,7 @@ from layersched.sdk.checks import limits_text
 from layersched.sdk.config import LOGIN_HINT, load_config, save_config
 from layersched.sdk.errors import AuthError, ConfigError, Forbidden, LayerschedError, WaitTimeout
 from layersched.sdk.progress import ProgressBar, format_bytes
+from layersched.sdk.validate import DEFAULT_DEADLINE_S
 from layersched.sim.cli import positive_float, positive_int
 from layersched.sim.errors import SimError
 
@@ -99,9 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_validate,
         "check a policy locally and score it on the public sample",
         "Check the bundle (size, files, links), syntax, the policy(env, task, rng) contract and imports the\n"
-        "sandbox lacks, then run the policy on the public sample episodes in a separate process and print its\n"
-        f"score next to the six baselines. A bundle holds {limits_text()}.\n"
-        "Exits 1 if something would fail on the server.",
+        "sandbox lacks, then run the policy on the public sample episodes in a separate process, with the\n"
+        "server's per-decision deadline and budgets, and print its score next to the six baselines.\n"
+        f"A bundle holds {limits_text()}. Exits 1 if something would fail on the server.",
         "  layersched validate my_policy.py\n  layersched validate my_policy/ --deadline 0.5\n"
         "  layersched validate my_policy/ --evalset sample --episodes 2\n",
     )
@@ -109,9 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--deadline",
         type=positive_float,
-        default=1.0,
+        default=DEFAULT_DEADLINE_S,
         metavar="S",
-        help="per-decision deadline in seconds to check against (default 1)",
+        help=f"per-decision deadline in seconds to check against (default {DEFAULT_DEADLINE_S:g}, the server's)",
     )
     p.add_argument(
         "--evalset",
@@ -382,6 +383,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 bar.update(0, message["episodes"])
             elif message.get("kind") == "episode":
                 bar.update(bar.done + 1, note=f"{message['scenario']}/{message['episode']} {message['status']}")
+            elif message.get("kind") == "progress":  # while an episode runs, twice a second
+                done = f"step {message['step']}/{message['decisions']}" if "step" in message else ""
+                took = f"{message['seconds']:.0f} s" if "seconds" in message else ""
+                bar.update(bar.done, note=f"{message['where']} {done or took}")
 
         print(f"validating {args.path} (policy runs in a separate process)", file=sys.stderr)
         report = validate(

@@ -30,8 +30,12 @@ from layersched.sdk.localrun import (
     stage_bundle,
     worker_sandbox_available,
 )
+from layersched.worker.limits import SandboxLimits
 
-DEFAULT_DEADLINE_S = 1.0
+# The sandbox's budgets, which are the server's defaults (server/config.py; tests/sdk/test_validate.py checks it):
+# validate keeps the same per-decision deadline, episode, import and whole-run budgets.
+SERVER_LIMITS = SandboxLimits()
+DEFAULT_DEADLINE_S = SERVER_LIMITS.decision_seconds
 POLICY_ROW = "your policy"
 
 
@@ -110,6 +114,12 @@ def validate(
     report.evalset_name = evalset.name
     jobs = evalset.jobs("public")[:max_episodes] if max_episodes is not None else evalset.jobs("public")
     sandbox = worker_sandbox_available() if use_worker_sandbox is None else use_worker_sandbox
+    limits = SandboxLimits(
+        decision_seconds=deadline_s,
+        episode_seconds=SERVER_LIMITS.episode_seconds,
+        submission_seconds=SERVER_LIMITS.submission_seconds,
+        startup_seconds=SERVER_LIMITS.startup_seconds,
+    )
     with tempfile.TemporaryDirectory(prefix="layersched-validate-") as tmp:
         staged = stage_bundle(bundle, Path(tmp) / "bundle")
         workdir = Path(tmp) / "work"
@@ -119,39 +129,40 @@ def validate(
             bundle_root=str(staged),
             bundle_sha256=bundle.sha256,
             evalset_path=str(evalset_at),
-            deadline_s=deadline_s,
+            deadline_s=limits.decision_seconds,
+            episode_s=limits.episode_seconds,
+            startup_s=limits.startup_seconds,
+            submission_s=limits.submission_seconds,
             max_episodes=max_episodes,
             all_episodes=not sandbox,
         )
-        outcome = run_in_subprocess(
-            request,
-            workdir=workdir,
-            total_episodes=len(jobs) if not sandbox else 1,
-            n_tasks_max=max(job.scenario.n_tasks for job in jobs),
-            on_message=on_message,
-        )
+        outcome = run_in_subprocess(request, workdir=workdir, on_message=on_message)
         report.stderr_tail = outcome.stderr_tail
         messages = outcome.messages
+        stopped = any(m.get("kind") in ("import_error", "contract", "timeout") for m in messages)
+        ended: Finding | None = None
         if outcome.killed_after_s is not None:
-            report.findings.append(
-                Finding(
-                    "error", f"the policy was stopped after {outcome.killed_after_s:.0f} s without finishing (a hang?)"
-                )
+            running = [m["where"] for m in messages if m.get("kind") == "progress"]
+            where = f"{running[-1]}: " if running else ""
+            ended = Finding(
+                "error",
+                f"{where}timeout: {outcome.killed_why} (its process stopped answering and was ended after "
+                f"{outcome.killed_after_s:.0f} s)",
             )
-        elif not any(m.get("kind") in ("import_error", "contract") for m in messages) and outcome.returncode:
-            report.findings.append(
-                Finding(
-                    "error", f"the policy's process died with exit code {outcome.returncode} (see its stderr above)"
-                )
+        elif not stopped and outcome.returncode:
+            ended = Finding(
+                "error", f"the policy's process died with exit code {outcome.returncode} (see its stderr above)"
             )
         elif sandbox and any(m.get("kind") == "timing" for m in messages):
             report.runner = "the worker's sandbox harness (process backend)"
             messages = messages + run_in_worker_sandbox(
-                staged, bundle.sha256, jobs, deadline_s=deadline_s, on_message=on_message
+                staged, bundle.sha256, jobs, limits=limits, on_message=on_message
             )
         else:
             report.runner = "a local process (layersched.worker is not installed)"
     _interpret(report, messages, deadline_s)
+    if ended is not None:
+        report.findings.append(ended)
     if report.ok and report.episodes and all(e["status"] == "ok" for e in report.episodes):
         report.rows = _score_rows(jobs, report.episodes, evalset.weights)
     return report
@@ -163,6 +174,8 @@ def _interpret(report: ValidationReport, messages: list[dict[str, Any]], deadlin
         if kind == "import_error":
             report.findings.append(Finding("error", f"importing the policy failed: {m['message']}"))
             report.stderr_tail = (report.stderr_tail + "\n" + m.get("traceback", "")).strip()
+        elif kind == "timeout":
+            report.findings.append(Finding("error", f"{m['where']}: timeout: {m['message']}"))
         elif kind == "contract":
             report.findings.append(Finding("ok" if m["ok"] else "error", m["message"]))
             if not m["ok"] and m.get("traceback"):
@@ -193,7 +206,7 @@ def _interpret(report: ValidationReport, messages: list[dict[str, Any]], deadlin
                     f"randomness); audits will report a mismatch",
                 )
             )
-    timed = [m for m in messages if m.get("kind") in ("episode", "timing") and "time_max" in m]
+    timed = [m for m in messages if m.get("kind") in ("episode", "timing", "timeout") and "time_max" in m]
     if timed:
         slowest = max(e["time_max"] for e in timed)
         mean = sum(e["time_mean"] * e["decisions"] for e in timed) / sum(e["decisions"] for e in timed)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import inspect
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from layersched.sdk.checks import limits_text
 from layersched.sdk.cli import main
-from layersched.sdk.validate import POLICY_ROW, ValidationReport, _interpret, validate
+from layersched.sdk.localrun import RunRequest, run_in_subprocess
+from layersched.sdk.validate import POLICY_ROW, SERVER_LIMITS, ValidationReport, _interpret, validate
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -106,7 +110,9 @@ def test_without_the_worker_package_the_child_runs_the_episodes(tmp_path: Path) 
         "    total =", "    if len(env.completion) == 10:\n        import time; time.sleep(0.1)\n    total ="
     )
     report = validate(write(tmp_path, source), max_episodes=1, deadline_s=0.05, use_worker_sandbox=False)
-    assert errors(report)[0].startswith("episode lab-300/seed0: timeout: slowest decision 0.1")
+    assert errors(report)[0] == (
+        "episode lab-300/seed0: timeout: step 10: no action within the per-decision deadline of 0.05 s"
+    )
 
 
 def test_a_decision_close_to_the_deadline_is_a_warning(tmp_path: Path) -> None:
@@ -163,6 +169,109 @@ def test_cli_validate_static_only(tmp_path: Path, capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert "  warn  policy.py:1: imports 'pandas', which the sandbox image does not have" in out
     assert out.endswith(f"{path}: ready to submit, 1 warning\n")
+
+
+# ---------------------------------------------------------------------------------- the server's deadline and budgets
+
+SLOW_FROM_STEP_40 = GREEDY.replace(
+    "    total =", "    if len(env.completion) >= 40:\n        import time; time.sleep(5)\n    total ="
+)
+
+
+def test_the_default_deadline_is_the_servers(capsys: pytest.CaptureFixture[str]) -> None:
+    from layersched.server.config import Settings
+    from layersched.worker.limits import SandboxLimits
+
+    server = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert inspect.signature(validate).parameters["deadline_s"].default == server.decision_seconds
+    assert SandboxLimits().decision_seconds == server.decision_seconds
+    limits = SERVER_LIMITS
+    assert (limits.episode_seconds, limits.startup_seconds, limits.submission_seconds) == (
+        server.episode_seconds,
+        server.startup_seconds,
+        server.submission_seconds,
+    )
+    with pytest.raises(SystemExit):
+        main(["validate", "--help"])
+    assert f"(default {server.decision_seconds:g}, the server's)" in capsys.readouterr().out
+    assert f"Each decision has {server.decision_seconds:g} s" in README.read_text()
+
+
+# The guard is far below the minutes of slow decisions a run would take without the deadline; not a measurement.
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("use_worker_sandbox", [True, False], ids=["worker-sandbox", "child-only"])
+def test_a_slow_policy_gets_the_servers_timeout(tmp_path: Path, use_worker_sandbox: bool) -> None:
+    report = validate(write(tmp_path, SLOW_FROM_STEP_40), use_worker_sandbox=use_worker_sandbox)
+    assert not report.ok
+    first, second = errors(report)
+    assert first == "episode lab-300/seed0: timeout: step 40: no action within the per-decision deadline of 2 s"
+    assert second.endswith("(deadline 2 s): over the deadline, the server will stop the episode")
+    assert report.rows == []
+
+
+@pytest.mark.timeout(120)
+def test_a_slow_contract_check_gets_the_servers_timeout(tmp_path: Path) -> None:
+    source = GREEDY.replace("    total =", "    import time; time.sleep(5)\n    total =")
+    report = validate(write(tmp_path, source))
+    assert errors(report)[0] == "the contract check: timeout: step 0: no action within the per-decision deadline of 2 s"
+
+
+def test_progress_moves_while_an_episode_runs(tmp_path: Path) -> None:
+    source = GREEDY.replace(
+        "    total =", "    if len(env.completion) == 10:\n        import time; time.sleep(2)\n    total ="
+    )
+    seen: list[dict[str, Any]] = []
+    report = validate(write(tmp_path, source), max_episodes=1, deadline_s=10, on_message=seen.append)
+    assert report.ok, report.findings
+    kinds = [m["kind"] for m in seen]
+    # In the child: the step of the timed first episode; in the worker's harness: the seconds of each episode.
+    child = [m for m in seen[: kinds.index("timing")] if m["kind"] == "progress" and m["where"].startswith("episode")]
+    assert {"kind": "progress", "where": "episode lab-300/seed0", "step": 10, "decisions": 300} in child
+    harness = [m for m in seen[kinds.index("timing") : kinds.index("episode")] if m["kind"] == "progress"]
+    assert harness and {m["where"] for m in harness} == {"episode lab-300/seed0"}
+    assert all(m["seconds"] > 0 for m in harness)
+
+
+def test_the_cli_shows_the_running_episode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(write(tmp_path, SLOW_FROM_STEP_40)), "--episodes", "1"]) == 1
+    captured = capsys.readouterr()
+    assert "episodes [" in captured.err and "  episode lab-300/seed0 step " in captured.err
+    assert "  FAIL  episode lab-300/seed0: timeout: step 40: no action within the per-decision deadline of 2 s\n" in (
+        captured.out
+    )
+
+
+def test_an_import_over_the_startup_budget_is_ended(tmp_path: Path) -> None:
+    staged = tmp_path / "bundle"
+    staged.mkdir()
+    (staged / "policy.py").write_text("import time\ntime.sleep(600)\n")
+    (tmp_path / "work").mkdir()
+    request = RunRequest(
+        entry_point=str(staged / "policy.py"),
+        bundle_root=str(staged),
+        bundle_sha256="0" * 64,
+        evalset_path=None,
+        deadline_s=2.0,
+        episode_s=300.0,
+        startup_s=1.0,
+        submission_s=1800.0,
+    )
+    outcome = run_in_subprocess(request, workdir=tmp_path / "work")
+    assert outcome.killed_why == "policy import did not finish within 1 s"
+    assert "imported" not in [m["kind"] for m in outcome.messages]
+
+
+@pytest.mark.slow
+def test_a_policy_that_starves_the_watchdog_is_ended_by_the_parent(tmp_path: Path) -> None:
+    # sum() over a huge range runs in C and never lets another thread of its process run.
+    source = GREEDY.replace("    total =", "    if len(env.completion) >= 40:\n        sum(range(10**13))\n    total =")
+    report = validate(write(tmp_path, source), max_episodes=1, deadline_s=0.5)
+    (only,) = errors(report)
+    assert re.fullmatch(
+        r"timeout: no action within the per-decision deadline of 0\.5 s \(its process stopped answering and was "
+        r"ended after \d+ s\)",
+        only,
+    )
 
 
 # ---------------------------------------------------------------------------------- what lies beside a bundle
