@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
 import subprocess
@@ -207,6 +208,22 @@ def test_a_slow_policy_gets_the_servers_timeout(tmp_path: Path, use_worker_sandb
     assert first == "episode lab-300/seed0: timeout: step 40: no action within the per-decision deadline of 2 s"
     assert second.endswith("(deadline 2 s): over the deadline, the server will stop the episode")
     assert report.rows == []
+
+
+@pytest.mark.timeout(120)
+def test_the_timeout_reads_as_the_servers_sandbox_reports_it(tmp_path: Path) -> None:
+    from layersched.sim.episodes import policy_seed
+    from layersched.sim.evalset import SAMPLE_PATH, load_evalset
+    from layersched.worker.runner import EpisodeJob, open_sandbox
+
+    path = write(tmp_path, SLOW_FROM_STEP_40)
+    report = validate(path, max_episodes=1)
+    job = load_evalset(SAMPLE_PATH).jobs("public")[0]
+    seed = policy_seed(report.bundle.sha256, job.scenario.content_hash, job.episode.id)  # type: ignore[union-attr]
+    # The worker's own sandbox with the server's default limits, as an evaluation runs the same bundle.
+    with contextlib.closing(open_sandbox(path, backend="process", allow_process_for_hidden=True)) as session:
+        outcome = session.run_episode(EpisodeJob(job.scenario_name, job.scenario, job.episode, seed))
+    assert errors(report)[0] == f"episode {job.scenario_name}/{job.episode.id}: {outcome.status}: {outcome.message}"
 
 
 @pytest.mark.timeout(120)
