@@ -102,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Check the bundle (size, files, links), syntax, the policy(env, task, rng) contract and imports the\n"
         "sandbox lacks, then run the policy on the public sample episodes in a separate process, with the\n"
         "server's per-decision deadline and budgets, and print its score next to the six baselines.\n"
-        f"A bundle holds {limits_text()}. Exits 1 if something would fail on the server.",
+        f"A bundle holds {limits_text()}.\nExits 1 if something would fail on the server.",
         "  layersched validate my_policy.py\n  layersched validate my_policy/ --deadline 0.5\n"
         "  layersched validate my_policy/ --evalset sample --episodes 2\n",
     )
@@ -132,9 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
         "submit",
         cmd_submit,
         "upload a policy and follow its evaluation",
-        f"Bundle PATH (a .py file, or a directory with policy.py; {limits_text()}),\n"
-        "run the static checks, upload it with a progress bar, then follow the evaluation until its score and\n"
-        "rank are known.",
+        "Bundle PATH (a .py file, or a directory with policy.py), run the static checks, upload it with a\n"
+        "progress bar, then follow the evaluation until its score and rank are known.\n"
+        f"A bundle holds {limits_text()}.",
         "  layersched submit my_policy.py\n"
         '  layersched submit my_policy/ --name mlp-v2 --message "imitation + 200 PG episodes"\n'
         "  layersched submit my_policy/ --no-wait      # then: layersched status ID\n",

@@ -21,7 +21,7 @@ class Settings(BaseSettings):
     broker_url: str = "redis://127.0.0.1:6379/0"
     bundle_dir: Path = Path("./var/bundles")
 
-    # The bundle limits README promises ("at most 50 MB and 100 files"); the CLI's defaults (sdk/bundle.py) are these.
+    # The bundle limits README's contract states; the CLI's (sdk/bundle.py) are these (tests/server/test_limits.py).
     max_bundle_mb: Annotated[float, Field(gt=0, description="largest accepted upload, in MB (10**6 bytes)")] = 50
     max_files: Annotated[
         int, Field(gt=0, description="most files an archive bundle may hold (and at most as many folder entries)")
