@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from layersched.sdk.bundle import ENTRY_POINT, MAX_BYTES, Bundle
+from layersched.sdk.bundle import ENTRY_POINT, MAX_BYTES, MAX_FILES, MAX_UNPACKED_BYTES, Bundle
 from layersched.sdk.errors import PolicyCheckError
 from layersched.sdk.progress import format_bytes
 
@@ -32,13 +32,21 @@ class Finding:
     message: str
 
 
+def limits_text() -> str:
+    """The bundle limits as README's contract and the CLI state them, from the constants ``make_bundle`` enforces."""
+    return (
+        f"at most {MAX_BYTES / 1e6:g} MB as uploaded (compressed), {MAX_UNPACKED_BYTES / 1e6:g} MB unpacked "
+        f"and {MAX_FILES} files"
+    )
+
+
 def static_findings(bundle: Bundle) -> list[Finding]:
     """Syntax of every ``.py`` file, the ``policy`` entry point, imports the sandbox lacks, size near the limit."""
     findings = [
         Finding(
             "ok",
             f"bundle: {len(bundle.files)} file{'s' if len(bundle.files) != 1 else ''}, "
-            f"{format_bytes(bundle.unpacked_bytes)} (upload {format_bytes(len(bundle.data))})",
+            f"{format_bytes(bundle.unpacked_bytes)} (upload {format_bytes(len(bundle.data))}); limits: {limits_text()}",
         )
     ]
     if len(bundle.data) > 0.8 * MAX_BYTES:
@@ -65,7 +73,18 @@ def static_findings(bundle: Bundle) -> list[Finding]:
         findings.extend(_entry_point_findings(entry, trees[entry]))
     for name, tree in trees.items():
         for lineno, module in _unguarded_imports(tree):
-            if not _available(module, local):
+            if _available(module, local):
+                continue
+            beside = _beside_single_file(bundle, module)
+            if beside is not None:
+                findings.append(
+                    Finding(
+                        "error",
+                        f"{name}:{lineno}: imports {module!r} from {beside}, which is not in the bundle: a single "
+                        f".py file is bundled alone; submit the directory instead, with this file as its {ENTRY_POINT}",
+                    )
+                )
+            else:
                 findings.append(
                     Finding(
                         "warning",
@@ -74,6 +93,17 @@ def static_findings(bundle: Bundle) -> list[Finding]:
                     )
                 )
     return findings
+
+
+def _beside_single_file(bundle: Bundle, module: str) -> Path | None:
+    """The module or package beside a single-file bundle that ``module`` would import locally, if there is one."""
+    if not bundle.source.is_file():
+        return None
+    top = module.split(".", 1)[0]
+    for candidate in (bundle.root / f"{top}.py", bundle.root / top):
+        if candidate.exists():
+            return candidate
+    return None
 
 
 def _local_modules(files: tuple[str, ...]) -> set[str]:
@@ -161,11 +191,19 @@ def _entry_point_findings(entry: str, tree: ast.Module) -> list[Finding]:
     ]
 
 
-def check_policy(policy: Callable[..., Any], env: Any = None, *, seed: int = 0, decisions: int = 5) -> None:
+def check_policy(
+    policy: Callable[..., Any],
+    env: Any = None,
+    *,
+    seed: int = 0,
+    decisions: int = 5,
+    decide: Callable[[Callable[..., Any], Any, Any, random.Random], Any] | None = None,
+) -> None:
     """Call ``policy`` on the first ``decisions`` tasks of a fresh lab episode and check every reply.
 
     Raises ``PolicyCheckError`` naming the failing value: not callable, a signature that cannot take
     ``(env, task, rng)``, a reply that is not an int node index, out of range, or masked (image does not fit).
+    ``decide(policy, env, task, rng)``, if given, makes each call (``layersched validate`` keeps a deadline on it).
     """
     from layersched.sim.env import ClusterEnv
     from layersched.sim.episode import check_action
@@ -185,7 +223,7 @@ def check_policy(policy: Callable[..., Any], env: Any = None, *, seed: int = 0, 
     task = env.reset(seed)
     rng = random.Random(seed)
     for step in range(decisions):
-        reply = policy(env, task, rng)
+        reply = policy(env, task, rng) if decide is None else decide(policy, env, task, rng)
         if isinstance(reply, float):
             raise PolicyCheckError(
                 f"step {step}: policy returned {reply!r} (float); "

@@ -18,9 +18,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from layersched.sdk.checks import limits_text
 from layersched.sdk.config import LOGIN_HINT, load_config, save_config
 from layersched.sdk.errors import AuthError, ConfigError, Forbidden, LayerschedError, WaitTimeout
 from layersched.sdk.progress import ProgressBar, format_bytes
+from layersched.sdk.validate import DEFAULT_DEADLINE_S
 from layersched.sim.cli import positive_float, positive_int
 from layersched.sim.errors import SimError
 
@@ -99,20 +101,25 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_validate,
         "check a policy locally and score it on the public sample",
         "Check the bundle (size, files, links), syntax, the policy(env, task, rng) contract and imports the\n"
-        "sandbox lacks, then run the policy on the public sample episodes in a separate process and print its\n"
-        "score next to the six baselines. Exits 1 if something would fail on the server.",
+        "sandbox lacks, then run the policy on the public sample episodes in a separate process, with the\n"
+        "server's per-decision deadline and budgets, and print its score next to the six baselines.\n"
+        f"A bundle holds {limits_text()}.\nExits 1 if something would fail on the server.",
         "  layersched validate my_policy.py\n  layersched validate my_policy/ --deadline 0.5\n"
-        "  layersched validate my_policy/ --evalset hidden_seeds/sample.toml --episodes 2\n",
+        "  layersched validate my_policy/ --evalset sample --episodes 2\n",
     )
     p.add_argument("path", type=Path, help="a policy .py file or a directory with policy.py")
     p.add_argument(
         "--deadline",
         type=positive_float,
-        default=1.0,
+        default=DEFAULT_DEADLINE_S,
         metavar="S",
-        help="per-decision deadline in seconds to check against (default 1)",
+        help=f"per-decision deadline in seconds to check against (default {DEFAULT_DEADLINE_S:g}, the server's)",
     )
-    p.add_argument("--evalset", type=Path, metavar="FILE", help="evaluation-set file (default: the public sample)")
+    p.add_argument(
+        "--evalset",
+        metavar="NAME|FILE",
+        help="a built-in set (sample: the public board's episodes, the default) or an evaluation-set file",
+    )
     p.add_argument(
         "--episodes",
         type=positive_int,
@@ -126,8 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
         "submit",
         cmd_submit,
         "upload a policy and follow its evaluation",
-        "Bundle PATH (a .py file, or a directory with policy.py; at most 50 MB and 100 files), run the static\n"
-        "checks, upload it with a progress bar, then follow the evaluation until its score and rank are known.",
+        "Bundle PATH (a .py file, or a directory with policy.py), run the static checks, upload it with a\n"
+        "progress bar, then follow the evaluation until its score and rank are known.\n"
+        f"A bundle holds {limits_text()}.",
         "  layersched submit my_policy.py\n"
         '  layersched submit my_policy/ --name mlp-v2 --message "imitation + 200 PG episodes"\n'
         "  layersched submit my_policy/ --no-wait      # then: layersched status ID\n",
@@ -392,6 +400,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 bar.update(0, message["episodes"])
             elif message.get("kind") == "episode":
                 bar.update(bar.done + 1, note=f"{message['scenario']}/{message['episode']} {message['status']}")
+            elif message.get("kind") == "progress":  # while an episode runs, twice a second
+                done = f"step {message['step']}/{message['decisions']}" if "step" in message else ""
+                took = f"{message['seconds']:.0f} s" if "seconds" in message else ""
+                bar.update(bar.done, note=f"{message['where']} {done or took}")
 
         print(f"validating {args.path} (policy runs in a separate process)", file=sys.stderr)
         report = validate(

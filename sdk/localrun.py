@@ -3,7 +3,10 @@
 1. A child process of ours (``run_in_subprocess``): imports the policy, runs ``check_policy`` on a fresh episode
    and times every decision of the first episode in-process. The student's module may crash, hang, print or change
    global state; none of it takes down or skews the CLI. Results stream as JSON lines on a private file descriptor
-   (the policy's own prints go to stderr, of which the parent keeps the tail).
+   (the policy's own prints go to stderr, of which the parent keeps the tail). The child sees the bundle's files
+   alone (``stage_bundle``, as the server unpacks them) and starts in an empty folder, so nothing beside a bundle
+   changes what it or the policy imports. It keeps the server's per-decision deadline and episode budget
+   (``_Watchdog``) and says how far an episode got twice a second.
 2. The worker's own sandbox harness (``run_in_worker_sandbox``: ``layersched.worker.runner.open_sandbox`` with the
    ``process`` backend): every scored episode, plus the first one again to check that the actions reproduce,
    exactly as the server drives them (a replica env that sees no future task, one fork per episode, the same seeds
@@ -23,18 +26,26 @@ import logging
 import os
 import queue
 import random
+import shutil
 import subprocess
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from layersched.sdk.bundle import ENTRY_POINT, Bundle
+
 STDERR_TAIL_BYTES = 16 * 1024
-IMPORT_BUDGET_S = 120.0
+HEARTBEAT_S = 0.5  # how often the child says how far its episode got (the CLI's bar moves with it)
+WATCH_S = 0.05  # how often the child's watchdog looks at the running decision
+# How long past the deadline the parent waits for a word from a child whose watchdog should have ended it: a policy
+# stuck in C code that holds the GIL starves the watchdog too, and then the parent ends it.
+SILENCE_GRACE_S = 10.0
+EXIT_TIMEOUT = 3
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,9 @@ class RunRequest:
     bundle_sha256: str
     evalset_path: str | None
     deadline_s: float
+    episode_s: float  # the server's wall budget of one episode
+    startup_s: float  # ... of the policy's import
+    submission_s: float  # ... of the whole run
     max_episodes: int | None = None
     all_episodes: bool = True  # False: only the timed first episode (the worker's harness scores the rest)
 
@@ -58,16 +72,31 @@ class RunOutcome:
     stderr_tail: str = ""
     returncode: int | None = None
     killed_after_s: float | None = None
+    killed_why: str = ""  # the server's words for the budget the child overran, when the parent had to end it
+
+
+def stage_bundle(bundle: Bundle, into: Path) -> Path:
+    """Copy the bundle's files alone into the new folder ``into``, as the server unpacks them (a single file as
+    ``policy.py``); returns ``into``. What lies beside a bundle on disk is not in it, so it must not be importable."""
+    into.mkdir(parents=True)
+    if bundle.source.is_file():
+        (into / ENTRY_POINT).write_bytes(bundle.data)
+        return into
+    for name in bundle.files:
+        target = into / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(bundle.root / name, target)
+    return into
 
 
 def run_in_subprocess(
     request: RunRequest,
     *,
-    total_episodes: int,
-    n_tasks_max: int,
+    workdir: Path,
     on_message: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunOutcome:
-    """Start the child, feed it ``request``, relay its messages; kill it if it overruns its wall budget."""
+    """Start the child in ``workdir`` (an empty folder: ``-m`` puts it first on the child's ``sys.path``), feed it
+    ``request``, relay its messages; end it if its import overruns the startup budget or it falls silent."""
     read_fd, write_fd = os.pipe()
     env = dict(os.environ, LAYERSCHED_RESULT_FD=str(write_fd), PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
@@ -77,7 +106,7 @@ def run_in_subprocess(
         stderr=subprocess.PIPE,
         pass_fds=(write_fd,),
         env=env,
-        cwd=request.bundle_root,
+        cwd=workdir,
     )
     os.close(write_fd)
     assert proc.stdin is not None and proc.stderr is not None
@@ -106,24 +135,37 @@ def run_in_subprocess(
     readers = [threading.Thread(target=read_results, daemon=True), threading.Thread(target=read_stderr, daemon=True)]
     for t in readers:
         t.start()
-    # Generous: the per-decision deadline for every task, plus import time; a hang is killed, never waited out.
-    budget = IMPORT_BUDGET_S + (total_episodes + 1) * n_tasks_max * request.deadline_s * 1.5
+    # The server's budgets: the import gets the startup budget; after it the child's watchdog ends an overrun
+    # decision itself and speaks twice a second, so silence past the deadline means it is stuck where it cannot.
     outcome = RunOutcome()
     started = time.monotonic()
+    imported = False
+    last_word = started
     while True:
-        remaining = budget - (time.monotonic() - started)
+        now = time.monotonic()
+        if imported:
+            left = min(last_word + request.deadline_s + SILENCE_GRACE_S, started + request.submission_s) - now
+            why = f"no action within the per-decision deadline of {request.deadline_s:g} s"
+            if started + request.submission_s <= last_word + request.deadline_s + SILENCE_GRACE_S:
+                why = f"submission wall budget of {request.submission_s:g} s exhausted"
+        else:
+            left = started + request.startup_s - now
+            why = f"policy import did not finish within {request.startup_s:g} s"
         try:
-            line = lines.get(timeout=max(remaining, 0.01))
+            line = lines.get(timeout=max(left, 0.01))
         except queue.Empty:
             proc.kill()
             outcome.killed_after_s = time.monotonic() - started
+            outcome.killed_why = why
             break
         if line is None:
             break
+        last_word = time.monotonic()
         try:
             message = json.loads(line)
         except ValueError:
             continue  # cannot happen from our child; never trust it blindly anyway
+        imported = imported or message.get("kind") == "imported"
         outcome.messages.append(message)
         if on_message is not None:
             on_message(message)
@@ -138,34 +180,88 @@ def run_in_subprocess(
 # ---------------------------------------------------------------------------------------------- the child
 
 
-def default_sample_path() -> Path | None:
-    """The public sample set the server scores public episodes on, where this installation has it.
+class _Watchdog:
+    """The server's per-decision deadline and episode budget, kept inside the child.
 
-    TODO(issue 4): ship ``hidden_seeds/sample.toml`` as package data of ``layersched.sim`` so that a ``pip install``
-    finds it too; today only a source checkout (an editable install) does, and others get the built-in fallback.
+    The policy's calls go through ``decide``, which times them. A thread of its own ends the process with a
+    ``timeout`` message in the server's words as soon as a running decision or episode overruns, so a slow policy
+    fails within seconds as on the server instead of after a whole episode of slow decisions; a decision that
+    returns over the deadline before the thread saw it (a busy machine) ends it the same way. The thread also sends
+    ``progress`` (the running episode and its step) every ``HEARTBEAT_S``.
     """
-    import layersched.sim
 
-    for candidate in (
-        Path(layersched.sim.__file__).resolve().parent / "data" / "sample.toml",
-        Path(layersched.sim.__file__).resolve().parent.parent / "hidden_seeds" / "sample.toml",
-    ):
-        if candidate.is_file():
-            return candidate
-    return None
+    def __init__(self, send: Callable[..., None], *, deadline_s: float, episode_s: float) -> None:
+        self.times: list[float] = []  # the current episode's decision times
+        self._send = send
+        self._deadline_s = deadline_s
+        self._episode_s = episode_s
+        self._where = ""
+        self._of = 0
+        self._decision_started: float | None = None
+        self._episode_started: float | None = None
+        self._firing = threading.Lock()  # taken once, never given back: the first timeout ends the process
+        threading.Thread(target=self._watch, name="layersched-watchdog", daemon=True).start()
+
+    def begin(self, where: str, decisions: int) -> None:
+        """An episode (or the contract check) starts: ``where`` names it in messages."""
+        self.times.clear()
+        self._where, self._of = where, decisions
+        self._episode_started = time.perf_counter()
+
+    def end(self) -> None:
+        self._episode_started = None
+
+    def decide(self, policy: Callable[..., Any], env: Any, task: Any, rng: random.Random) -> Any:
+        started = time.perf_counter()
+        self._decision_started = started
+        try:
+            return policy(env, task, rng)
+        finally:
+            took = time.perf_counter() - started
+            self._decision_started = None
+            if took > self._deadline_s:
+                self._fire(self._late(len(self.times)), took)
+            self.times.append(took)
+
+    def _late(self, step: int) -> str:
+        return f"step {step}: no action within the per-decision deadline of {self._deadline_s:g} s"
+
+    def _watch(self) -> None:
+        last_beat = float("-inf")
+        while True:
+            time.sleep(WATCH_S)
+            now = time.perf_counter()
+            decision, episode, step = self._decision_started, self._episode_started, len(self.times)
+            if episode is None:
+                continue
+            if decision is not None and now - decision > self._deadline_s:
+                self._fire(self._late(step), now - decision)
+            if now - episode > self._episode_s:
+                self._fire(f"step {step}: episode wall budget of {self._episode_s:g} s exhausted", 0.0)
+            if now - last_beat >= HEARTBEAT_S:
+                self._send(kind="progress", where=self._where, step=step, decisions=self._of)
+                last_beat = now
+
+    def _fire(self, message: str, took: float) -> None:
+        self._firing.acquire()
+        times = [*self.times, took] if took else list(self.times)
+        stats = {"decisions": len(times), "time_mean": sum(times) / len(times), "time_max": max(times)} if times else {}
+        self._send(kind="timeout", where=self._where, message=message, **stats)
+        os._exit(EXIT_TIMEOUT)  # the policy's thread may be anywhere: nothing else of this process matters now
 
 
-def sample_evalset(path: str | None) -> Any:
-    """The evaluation set to validate on: the given file, else the public sample, else the lab's test episodes."""
-    from layersched.sim.episodes import EpisodeSpec
-    from layersched.sim.evalset import EvalScenario, EvalSet, load_evalset
-    from layersched.sim.scenario import Scenario
+def default_sample_path() -> Path:
+    """The public sample set the server's public board scores on by default, shipped in ``layersched.sim``."""
+    from layersched.sim.evalset import SAMPLE_PATH
 
-    chosen = Path(path) if path is not None else default_sample_path()
-    if chosen is not None:
-        return load_evalset(chosen)
-    episodes = tuple(EpisodeSpec(id=f"seed{s}", split="public", seed=s) for s in range(5))
-    return EvalSet(name="lab-sample", scenarios=(EvalScenario("lab", 1.0, Scenario(), episodes),))
+    return SAMPLE_PATH
+
+
+def sample_evalset(name_or_path: str | None) -> Any:
+    """The evaluation set to validate on: a built-in set's name or a file; by default the public sample."""
+    from layersched.sim.evalset import evalset_file, load_evalset
+
+    return load_evalset(evalset_file(name_or_path if name_or_path is not None else "sample"))
 
 
 def _seed_globals(seed: int) -> None:
@@ -200,9 +296,12 @@ def _child_main(out: TextIO) -> int:
     from layersched.sim.episodes import policy_seed
     from layersched.sim.errors import PolicyError
 
+    lock = threading.Lock()  # the watchdog's thread sends too
+
     def send(**message: Any) -> None:
-        out.write(json.dumps(message) + "\n")
-        out.flush()
+        with lock:
+            out.write(json.dumps(message) + "\n")
+            out.flush()
 
     req = RunRequest(**json.loads(sys.stdin.read()))
     evalset = sample_evalset(req.evalset_path)
@@ -223,9 +322,12 @@ def _child_main(out: TextIO) -> int:
     if torch is not None:
         torch.set_num_threads(1)  # the sandbox runs torch single-threaded: time it the same way
     send(kind="imported", seconds=time.perf_counter() - t0)
+    watchdog = _Watchdog(send, deadline_s=req.deadline_s, episode_s=req.episode_s)
 
     try:
-        check_policy(policy, ClusterEnv(jobs[0].scenario), seed=0)
+        watchdog.begin("the contract check", 5)
+        check_policy(policy, ClusterEnv(jobs[0].scenario), seed=0, decide=watchdog.decide)
+        watchdog.end()
         send(kind="contract", ok=True, message="contract: policy(env, task, rng) returned valid node indices")
     except PolicyCheckError as exc:
         send(kind="contract", ok=False, message=str(exc))
@@ -239,22 +341,17 @@ def _child_main(out: TextIO) -> int:
         )
         return 1
 
-    times: list[float] = []
+    times = watchdog.times
 
     def timed(env: Any, task: Any, rng: random.Random) -> Any:
-        start = time.perf_counter()
-        try:
-            return policy(env, task, rng)
-        finally:
-            times.append(time.perf_counter() - start)
+        return watchdog.decide(policy, env, task, rng)
 
     def run(job: Any) -> dict[str, Any]:
         seed = policy_seed(req.bundle_sha256, job.scenario.content_hash, job.episode.id)
         _seed_globals(seed)
-        times.clear()
         base = {"scenario": job.scenario_name, "episode": job.episode.id}
+        watchdog.begin(f"episode {job.scenario_name}/{job.episode.id}", job.scenario.n_tasks)
         try:
-            # The call site to swap for layersched.worker.runner's session.run_episode(EpisodeJob) later.
             result = run_episode(ClusterEnv(job.scenario), timed, job.episode.workload_rng(), random.Random(seed))
         except PolicyError as exc:
             return {**base, "status": "invalid_action", "message": str(exc)}
@@ -265,20 +362,20 @@ def _child_main(out: TextIO) -> int:
                 "message": f"step {len(times) - 1}: {type(exc).__name__}: {exc}",
                 "traceback": traceback.format_exc(),
             }
-        slowest = max(times)
-        status = "timeout" if slowest > req.deadline_s else "ok"
+        finally:
+            watchdog.end()
         m = result.metrics
         return {
             **base,
-            "status": status,
-            "message": f"slowest decision {slowest:.3f} s > deadline {req.deadline_s:g} s" if status != "ok" else "",
+            "status": "ok",  # a decision over the deadline ended the process (the watchdog)
+            "message": "",
             "mean_completion": m.mean_completion,
             "p95_completion": m.p95_completion,
             "cloud_share": m.cloud_share,
             "trace_hash": result.trace_hash,
             "decisions": len(times),
             "time_mean": sum(times) / len(times),
-            "time_max": slowest,
+            "time_max": max(times),
         }
 
     if not req.all_episodes:
@@ -306,6 +403,26 @@ def _child() -> int:
         out.close()
 
 
+@contextlib.contextmanager
+def _ticking(emit: Callable[[dict[str, Any]], None], where: str) -> Iterator[None]:
+    """``progress`` messages with the seconds spent so far, every ``HEARTBEAT_S`` while the block runs (the harness
+    tells nothing before an episode ends, and a slow one may take minutes)."""
+    stop = threading.Event()
+    started = time.monotonic()
+
+    def tick() -> None:
+        while not stop.wait(HEARTBEAT_S):
+            emit({"kind": "progress", "where": where, "seconds": time.monotonic() - started})
+
+    thread = threading.Thread(target=tick, name="layersched-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def worker_sandbox_available() -> bool:
     """Whether the worker's sandbox runner is installed (it is part of the ``layersched`` distribution)."""
     try:
@@ -320,12 +437,12 @@ def run_in_worker_sandbox(
     bundle_sha256: str,
     jobs: list[Any],
     *,
-    deadline_s: float,
+    limits: Any,
     on_message: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Every job through the worker's harness (process backend), then the first again; messages as the child's."""
+    """Every job through the worker's harness (process backend) under ``limits`` (a ``SandboxLimits``), then the
+    first again; messages as the child's, and ``progress`` with the running episode's seconds every ``HEARTBEAT_S``."""
     from layersched.sim.episodes import policy_seed
-    from layersched.worker.limits import SandboxLimits
     from layersched.worker.runner import EpisodeJob, open_sandbox
 
     messages: list[dict[str, Any]] = []
@@ -337,7 +454,8 @@ def run_in_worker_sandbox(
 
     def run(session: Any, job: Any) -> dict[str, Any]:
         seed = policy_seed(bundle_sha256, job.scenario.content_hash, job.episode.id)
-        outcome = session.run_episode(EpisodeJob(job.scenario_name, job.scenario, job.episode, seed))
+        with _ticking(emit, f"episode {job.scenario_name}/{job.episode.id}"):
+            outcome = session.run_episode(EpisodeJob(job.scenario_name, job.scenario, job.episode, seed))
         record: dict[str, Any] = {
             "scenario": outcome.scenario_name,
             "episode": outcome.episode_id,
@@ -364,7 +482,7 @@ def run_in_worker_sandbox(
             open_sandbox(
                 bundle_path,
                 backend="process",
-                limits=SandboxLimits(decision_seconds=deadline_s),
+                limits=limits,
                 # On the student's own machine the keys are in the student's file: nothing to protect.
                 allow_process_for_hidden=True,
             )

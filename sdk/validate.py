@@ -14,23 +14,28 @@
 from __future__ import annotations
 
 import random
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from layersched.sdk.bundle import Bundle, make_bundle
+from layersched.sdk.bundle import ENTRY_POINT, Bundle, make_bundle
 from layersched.sdk.checks import Finding, static_findings
 from layersched.sdk.errors import BundleError
 from layersched.sdk.localrun import (
     RunRequest,
     run_in_subprocess,
     run_in_worker_sandbox,
-    sample_evalset,
+    stage_bundle,
     worker_sandbox_available,
 )
+from layersched.worker.limits import SandboxLimits
 
-DEFAULT_DEADLINE_S = 1.0
+# The sandbox's budgets, which are the server's defaults (server/config.py; tests/sdk/test_validate.py checks it):
+# validate keeps the same per-decision deadline, episode, import and whole-run budgets.
+SERVER_LIMITS = SandboxLimits()
+DEFAULT_DEADLINE_S = SERVER_LIMITS.decision_seconds
 POLICY_ROW = "your policy"
 
 
@@ -93,50 +98,71 @@ def validate(
 ) -> ValidationReport:
     """All steps; the report's findings say what would fail or be slow on the server.
 
+    ``evalset_path`` is a built-in set's name or a file (default: ``sample``, the public board's episodes).
+
     ``use_worker_sandbox`` (default: whenever ``layersched.worker`` is installed) runs the scored episodes through the
     worker's harness; otherwise the child process runs them in-process.
     """
+    from layersched.sim.evalset import evalset_file, load_evalset
+
     report = static_check(path)
     if not report.ok or report.bundle is None:
         return report
     bundle = report.bundle
-    evalset = sample_evalset(str(evalset_path) if evalset_path is not None else None)
+    evalset_at = evalset_file(evalset_path if evalset_path is not None else "sample").resolve()
+    evalset = load_evalset(evalset_at)
     report.evalset_name = evalset.name
     jobs = evalset.jobs("public")[:max_episodes] if max_episodes is not None else evalset.jobs("public")
     sandbox = worker_sandbox_available() if use_worker_sandbox is None else use_worker_sandbox
-    request = RunRequest(
-        entry_point=str(bundle.entry_point.resolve()),
-        bundle_root=str(bundle.root.resolve()),
-        bundle_sha256=bundle.sha256,
-        evalset_path=str(Path(evalset_path).resolve()) if evalset_path is not None else None,
-        deadline_s=deadline_s,
-        max_episodes=max_episodes,
-        all_episodes=not sandbox,
+    limits = SandboxLimits(
+        decision_seconds=deadline_s,
+        episode_seconds=SERVER_LIMITS.episode_seconds,
+        submission_seconds=SERVER_LIMITS.submission_seconds,
+        startup_seconds=SERVER_LIMITS.startup_seconds,
     )
-    outcome = run_in_subprocess(
-        request,
-        total_episodes=len(jobs) if not sandbox else 1,
-        n_tasks_max=max(job.scenario.n_tasks for job in jobs),
-        on_message=on_message,
-    )
-    report.stderr_tail = outcome.stderr_tail
-    messages = outcome.messages
-    if outcome.killed_after_s is not None:
-        report.findings.append(
-            Finding("error", f"the policy was stopped after {outcome.killed_after_s:.0f} s without finishing (a hang?)")
+    with tempfile.TemporaryDirectory(prefix="layersched-validate-") as tmp:
+        staged = stage_bundle(bundle, Path(tmp) / "bundle")
+        workdir = Path(tmp) / "work"
+        workdir.mkdir()
+        request = RunRequest(
+            entry_point=str(staged / ENTRY_POINT),
+            bundle_root=str(staged),
+            bundle_sha256=bundle.sha256,
+            evalset_path=str(evalset_at),
+            deadline_s=limits.decision_seconds,
+            episode_s=limits.episode_seconds,
+            startup_s=limits.startup_seconds,
+            submission_s=limits.submission_seconds,
+            max_episodes=max_episodes,
+            all_episodes=not sandbox,
         )
-    elif not any(m.get("kind") in ("import_error", "contract") for m in messages) and outcome.returncode:
-        report.findings.append(
-            Finding("error", f"the policy's process died with exit code {outcome.returncode} (see its stderr above)")
-        )
-    elif sandbox and any(m.get("kind") == "timing" for m in messages):
-        report.runner = "the worker's sandbox harness (process backend)"
-        messages = messages + run_in_worker_sandbox(
-            bundle.source, bundle.sha256, jobs, deadline_s=deadline_s, on_message=on_message
-        )
-    else:
-        report.runner = "a local process (layersched.worker is not installed)"
+        outcome = run_in_subprocess(request, workdir=workdir, on_message=on_message)
+        report.stderr_tail = outcome.stderr_tail
+        messages = outcome.messages
+        stopped = any(m.get("kind") in ("import_error", "contract", "timeout") for m in messages)
+        ended: Finding | None = None
+        if outcome.killed_after_s is not None:
+            running = [m["where"] for m in messages if m.get("kind") == "progress"]
+            where = f"{running[-1]}: " if running else ""
+            ended = Finding(
+                "error",
+                f"{where}timeout: {outcome.killed_why} (its process stopped answering and was ended after "
+                f"{outcome.killed_after_s:.0f} s)",
+            )
+        elif not stopped and outcome.returncode:
+            ended = Finding(
+                "error", f"the policy's process died with exit code {outcome.returncode} (see its stderr above)"
+            )
+        elif sandbox and any(m.get("kind") == "timing" for m in messages):
+            report.runner = "the worker's sandbox harness (process backend)"
+            messages = messages + run_in_worker_sandbox(
+                staged, bundle.sha256, jobs, limits=limits, on_message=on_message
+            )
+        else:
+            report.runner = "a local process (layersched.worker is not installed)"
     _interpret(report, messages, deadline_s)
+    if ended is not None:
+        report.findings.append(ended)
     if report.ok and report.episodes and all(e["status"] == "ok" for e in report.episodes):
         report.rows = _score_rows(jobs, report.episodes, evalset.weights)
     return report
@@ -148,6 +174,8 @@ def _interpret(report: ValidationReport, messages: list[dict[str, Any]], deadlin
         if kind == "import_error":
             report.findings.append(Finding("error", f"importing the policy failed: {m['message']}"))
             report.stderr_tail = (report.stderr_tail + "\n" + m.get("traceback", "")).strip()
+        elif kind == "timeout":
+            report.findings.append(Finding("error", f"{m['where']}: timeout: {m['message']}"))
         elif kind == "contract":
             report.findings.append(Finding("ok" if m["ok"] else "error", m["message"]))
             if not m["ok"] and m.get("traceback"):
@@ -162,7 +190,7 @@ def _interpret(report: ValidationReport, messages: list[dict[str, Any]], deadlin
                 if "\n" in message:  # the harness appends the traceback: keep its first and last lines here
                     lines = [line for line in message.splitlines() if line.strip()]
                     report.stderr_tail = (report.stderr_tail + "\n" + message).strip()
-                    message = f"{lines[0]}: {lines[-1].strip()}"
+                    message = f"{lines[0].rstrip(':')}: {lines[-1].strip()}"
                 report.findings.append(
                     Finding("error", f"episode {m['scenario']}/{m['episode']}: {m['status']}: {message}")
                 )
@@ -178,7 +206,7 @@ def _interpret(report: ValidationReport, messages: list[dict[str, Any]], deadlin
                     f"randomness); audits will report a mismatch",
                 )
             )
-    timed = [m for m in messages if m.get("kind") in ("episode", "timing") and "time_max" in m]
+    timed = [m for m in messages if m.get("kind") in ("episode", "timing", "timeout") and "time_max" in m]
     if timed:
         slowest = max(e["time_max"] for e in timed)
         mean = sum(e["time_mean"] * e["decisions"] for e in timed) / sum(e["decisions"] for e in timed)

@@ -9,6 +9,8 @@ from typing import Annotated, Literal
 from pydantic import AwareDatetime, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from layersched.sim.evalset import SAMPLE_PATH
+
 
 class Settings(BaseSettings):
     """Everything the server, the migrations and the worker's storage calls need to know."""
@@ -19,7 +21,7 @@ class Settings(BaseSettings):
     broker_url: str = "redis://127.0.0.1:6379/0"
     bundle_dir: Path = Path("./var/bundles")
 
-    # The bundle limits README promises ("at most 50 MB and 100 files"); the CLI's defaults (sdk/bundle.py) are these.
+    # The bundle limits README's contract states; the CLI's (sdk/bundle.py) are these (tests/server/test_limits.py).
     max_bundle_mb: Annotated[float, Field(gt=0, description="largest accepted upload, in MB (10**6 bytes)")] = 50
     max_files: Annotated[
         int, Field(gt=0, description="most files an archive bundle may hold (and at most as many folder entries)")
@@ -39,7 +41,6 @@ class Settings(BaseSettings):
     ] = 600
     max_attempts: Annotated[int, Field(ge=1, description="times an evaluation is started before it fails for good")] = 3
 
-    # The public sample set of the checkout this package runs from (wherever the process was started).
     public_ladder_step: Annotated[
         float | None,
         Field(
@@ -67,7 +68,8 @@ class Settings(BaseSettings):
         ),
     ] = None
 
-    evalset_path: Path = Path(__file__).resolve().parents[1] / "hidden_seeds" / "sample.toml"
+    # The public sample set shipped in the package: the very file `layersched validate` scores on.
+    evalset_path: Path = SAMPLE_PATH
 
     # The worker's side (issue 6) reads these; they live here because the service has one Settings.
     sandbox_backend: Literal["auto", "docker", "process"] = "auto"

@@ -95,6 +95,12 @@ _SCENARIO_KEYS = {
 _TOP_KEYS = {"format", "version", "name", "description", "catalogs", "scenario", "template"}
 
 
+# The public sample set, shipped in the package (hidden_seeds/sample.toml links to it): the server's public board
+# scores on it by default and ``layersched validate`` scores on it, so their episodes and numbers are the same.
+SAMPLE_PATH = Path(__file__).resolve().parent / "data" / "sample.toml"
+BUILTIN_SETS: Mapping[str, Path] = {"sample": SAMPLE_PATH}
+
+
 # ------------------------------------------------------------------------------------------------ the model
 
 
@@ -379,6 +385,21 @@ def load_evalset(path: str | Path) -> EvalSet:
             f"`layersched admin evalset new --from {path} --out hidden_seeds/private/NAME.toml`"
         )
     return _prefixed(path, lambda: parse_evalset(raw, base_dir=path.parent))
+
+
+def evalset_file(name_or_path: str | Path) -> Path:
+    """The file of a built-in set's name (``sample``; a name wins over a file of that name) or of a path.
+
+    Raises ``EvalSetError`` naming the value when it is neither.
+    """
+    builtin = BUILTIN_SETS.get(str(name_or_path))
+    if builtin is not None:
+        return builtin
+    path = Path(name_or_path)
+    if not path.is_file():
+        names = ", ".join(sorted(BUILTIN_SETS))
+        raise EvalSetError(f"no evaluation set {str(name_or_path)!r}: not a file, and not a built-in set ({names})")
+    return path
 
 
 def verify_evalset(path: str | Path, commitment: str) -> bool:

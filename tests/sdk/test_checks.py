@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 
 from layersched.sdk.bundle import make_bundle
-from layersched.sdk.checks import Finding, check_policy, static_findings
-from layersched.sdk.errors import PolicyCheckError
+from layersched.sdk.checks import Finding, check_policy, limits_text, static_findings
+from layersched.sdk.errors import BundleError, PolicyCheckError
 from layersched.sim.baselines import BASELINES
 from layersched.sim.env import ClusterEnv
 from layersched.sim.scenario import NodeRanges, Scenario
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def findings_for(tmp_path: Path, source: str, extra: dict[str, str] | None = None) -> list[Finding]:
@@ -161,3 +163,74 @@ def test_check_policy_catches_a_masked_node() -> None:
 
     with pytest.raises(PolicyCheckError, match=r"^step \d+: policy returned node \d+, which cannot store image \d+"):
         check_policy(policy, env, decisions=50)
+
+
+# ---------------------------------------------------------------------------------- the limits as stated
+
+
+def _sparse(path: Path, size: int) -> Path:
+    """A file of ``size`` bytes that takes no room on disk (the limits count sizes)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as fh:
+        fh.truncate(size)
+    return path
+
+
+def test_the_stated_limits_are_the_enforced_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from layersched.sdk.bundle import MAX_BYTES, MAX_FILES, MAX_UNPACKED_BYTES
+    from layersched.sdk.cli import main
+
+    stated = limits_text()
+    assert stated == (
+        f"at most {MAX_BYTES // 10**6} MB as uploaded (compressed), {MAX_UNPACKED_BYTES // 10**6} MB unpacked and "
+        f"{MAX_FILES} files"
+    )
+    contract = README.read_text().split("**The contract.**", 1)[1].split("\n\n", 1)[0]
+    assert stated in " ".join(contract.split())
+    for command in ("validate", "submit"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert stated in " ".join(capsys.readouterr().out.split())
+    bundle = tmp_path / "bundle"
+    _sparse(bundle / "policy.py", 0)
+    _sparse(bundle / "weights.bin", MAX_UNPACKED_BYTES)
+    assert make_bundle(bundle).unpacked_bytes == MAX_UNPACKED_BYTES
+    _sparse(bundle / "one_byte_more.bin", 1)
+    with pytest.raises(BundleError, match=f"over the {MAX_UNPACKED_BYTES / 1e6:.1f} MB limit"):
+        make_bundle(bundle)
+    single = _sparse(tmp_path / "big.py", MAX_BYTES + 1)
+    with pytest.raises(BundleError, match=f"over the {MAX_BYTES / 1e6:.1f} MB limit"):
+        make_bundle(single)
+    many = tmp_path / "many"
+    for name in ["policy.py"] + [f"module{i}.py" for i in range(1, MAX_FILES)]:
+        _sparse(many / name, 0)
+    assert len(make_bundle(many).files) == MAX_FILES
+    _sparse(many / "extra.py", 0)
+    with pytest.raises(BundleError, match=f"more than {MAX_FILES} files"):
+        make_bundle(many)
+
+
+def test_the_report_states_the_limits(tmp_path: Path) -> None:
+    (tmp_path / "policy.py").write_text("def policy(env, task, rng):\n    return 0\n")
+    first = static_findings(make_bundle(tmp_path / "policy.py"))[0]
+    assert first == Finding("ok", f"bundle: 1 file, 41 B (upload 41 B); limits: {limits_text()}")
+
+
+# ---------------------------------------------------------------------------------- beside a single file
+
+
+@pytest.mark.parametrize("sibling", ["helper.py", "helper/__init__.py"], ids=["module", "package"])
+def test_a_single_file_importing_its_sibling_is_an_error(tmp_path: Path, sibling: str) -> None:
+    (tmp_path / sibling).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / sibling).write_text("X = 1\n")
+    (tmp_path / "mine.py").write_text(
+        "import json\nfrom helper import X\n\ndef policy(env, task, rng):\n    return X\n"
+    )
+    beside = tmp_path / sibling.split("/")[0]
+    assert static_findings(make_bundle(tmp_path / "mine.py"))[2:] == [
+        Finding(
+            "error",
+            f"mine.py:2: imports 'helper' from {beside}, which is not in the bundle: a single .py file is bundled "
+            f"alone; submit the directory instead, with this file as its policy.py",
+        )
+    ]

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import inspect
+import re
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from layersched.sdk.checks import limits_text
 from layersched.sdk.cli import main
-from layersched.sdk.validate import POLICY_ROW, validate
+from layersched.sdk.localrun import RunRequest, run_in_subprocess
+from layersched.sdk.validate import POLICY_ROW, SERVER_LIMITS, ValidationReport, _interpret, validate
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 GREEDY = """\
 import numpy as np
@@ -101,7 +111,9 @@ def test_without_the_worker_package_the_child_runs_the_episodes(tmp_path: Path) 
         "    total =", "    if len(env.completion) == 10:\n        import time; time.sleep(0.1)\n    total ="
     )
     report = validate(write(tmp_path, source), max_episodes=1, deadline_s=0.05, use_worker_sandbox=False)
-    assert errors(report)[0].startswith("episode lab-300/seed0: timeout: slowest decision 0.1")
+    assert errors(report)[0] == (
+        "episode lab-300/seed0: timeout: step 10: no action within the per-decision deadline of 0.05 s"
+    )
 
 
 def test_a_decision_close_to_the_deadline_is_a_warning(tmp_path: Path) -> None:
@@ -146,7 +158,7 @@ def test_cli_validate_syntax_error(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["validate", str(path)]) == 1
     out = capsys.readouterr().out
     assert out == (
-        "  ok    bundle: 1 file, 41 B (upload 41 B)\n"
+        f"  ok    bundle: 1 file, 41 B (upload 41 B); limits: {limits_text()}\n"
         "  FAIL  policy.py:2: syntax error: '(' was never closed\n\n"
         f"{path}: 1 problem to fix before submitting\n"
     )
@@ -158,3 +170,241 @@ def test_cli_validate_static_only(tmp_path: Path, capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert "  warn  policy.py:1: imports 'pandas', which the sandbox image does not have" in out
     assert out.endswith(f"{path}: ready to submit, 1 warning\n")
+
+
+# ---------------------------------------------------------------------------------- the server's deadline and budgets
+
+SLOW_FROM_STEP_40 = GREEDY.replace(
+    "    total =", "    if len(env.completion) >= 40:\n        import time; time.sleep(5)\n    total ="
+)
+
+
+def test_the_default_deadline_is_the_servers(capsys: pytest.CaptureFixture[str]) -> None:
+    from layersched.server.config import Settings
+    from layersched.worker.limits import SandboxLimits
+
+    server = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert inspect.signature(validate).parameters["deadline_s"].default == server.decision_seconds
+    assert SandboxLimits().decision_seconds == server.decision_seconds
+    limits = SERVER_LIMITS
+    assert (limits.episode_seconds, limits.startup_seconds, limits.submission_seconds) == (
+        server.episode_seconds,
+        server.startup_seconds,
+        server.submission_seconds,
+    )
+    with pytest.raises(SystemExit):
+        main(["validate", "--help"])
+    assert f"(default {server.decision_seconds:g}, the server's)" in capsys.readouterr().out
+    assert f"Each decision has {server.decision_seconds:g} s" in README.read_text()
+
+
+# The guard is far below the minutes of slow decisions a run would take without the deadline; not a measurement.
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("use_worker_sandbox", [True, False], ids=["worker-sandbox", "child-only"])
+def test_a_slow_policy_gets_the_servers_timeout(tmp_path: Path, use_worker_sandbox: bool) -> None:
+    report = validate(write(tmp_path, SLOW_FROM_STEP_40), use_worker_sandbox=use_worker_sandbox)
+    assert not report.ok
+    first, second = errors(report)
+    assert first == "episode lab-300/seed0: timeout: step 40: no action within the per-decision deadline of 2 s"
+    assert second.endswith("(deadline 2 s): over the deadline, the server will stop the episode")
+    assert report.rows == []
+
+
+@pytest.mark.timeout(120)
+def test_the_timeout_reads_as_the_servers_sandbox_reports_it(tmp_path: Path) -> None:
+    from layersched.sim.episodes import policy_seed
+    from layersched.sim.evalset import SAMPLE_PATH, load_evalset
+    from layersched.worker.runner import EpisodeJob, open_sandbox
+
+    path = write(tmp_path, SLOW_FROM_STEP_40)
+    report = validate(path, max_episodes=1)
+    job = load_evalset(SAMPLE_PATH).jobs("public")[0]
+    seed = policy_seed(report.bundle.sha256, job.scenario.content_hash, job.episode.id)  # type: ignore[union-attr]
+    # The worker's own sandbox with the server's default limits, as an evaluation runs the same bundle.
+    with contextlib.closing(open_sandbox(path, backend="process", allow_process_for_hidden=True)) as session:
+        outcome = session.run_episode(EpisodeJob(job.scenario_name, job.scenario, job.episode, seed))
+    assert errors(report)[0] == f"episode {job.scenario_name}/{job.episode.id}: {outcome.status}: {outcome.message}"
+
+
+@pytest.mark.timeout(120)
+def test_a_slow_contract_check_gets_the_servers_timeout(tmp_path: Path) -> None:
+    source = GREEDY.replace("    total =", "    import time; time.sleep(5)\n    total =")
+    report = validate(write(tmp_path, source))
+    assert errors(report)[0] == "the contract check: timeout: step 0: no action within the per-decision deadline of 2 s"
+
+
+def test_progress_moves_while_an_episode_runs(tmp_path: Path) -> None:
+    source = GREEDY.replace(
+        "    total =", "    if len(env.completion) == 10:\n        import time; time.sleep(2)\n    total ="
+    )
+    seen: list[dict[str, Any]] = []
+    report = validate(write(tmp_path, source), max_episodes=1, deadline_s=10, on_message=seen.append)
+    assert report.ok, report.findings
+    kinds = [m["kind"] for m in seen]
+    # In the child: the step of the timed first episode; in the worker's harness: the seconds of each episode.
+    child = [m for m in seen[: kinds.index("timing")] if m["kind"] == "progress" and m["where"].startswith("episode")]
+    assert {"kind": "progress", "where": "episode lab-300/seed0", "step": 10, "decisions": 300} in child
+    harness = [m for m in seen[kinds.index("timing") : kinds.index("episode")] if m["kind"] == "progress"]
+    assert harness and {m["where"] for m in harness} == {"episode lab-300/seed0"}
+    assert all(m["seconds"] > 0 for m in harness)
+
+
+def test_the_cli_shows_the_running_episode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(write(tmp_path, SLOW_FROM_STEP_40)), "--episodes", "1"]) == 1
+    captured = capsys.readouterr()
+    assert "episodes [" in captured.err and "  episode lab-300/seed0 step " in captured.err
+    assert "  FAIL  episode lab-300/seed0: timeout: step 40: no action within the per-decision deadline of 2 s\n" in (
+        captured.out
+    )
+
+
+def test_an_import_over_the_startup_budget_is_ended(tmp_path: Path) -> None:
+    staged = tmp_path / "bundle"
+    staged.mkdir()
+    (staged / "policy.py").write_text("import time\ntime.sleep(600)\n")
+    (tmp_path / "work").mkdir()
+    request = RunRequest(
+        entry_point=str(staged / "policy.py"),
+        bundle_root=str(staged),
+        bundle_sha256="0" * 64,
+        evalset_path=None,
+        deadline_s=2.0,
+        episode_s=300.0,
+        startup_s=1.0,
+        submission_s=1800.0,
+    )
+    outcome = run_in_subprocess(request, workdir=tmp_path / "work")
+    assert outcome.killed_why == "policy import did not finish within 1 s"
+    assert "imported" not in [m["kind"] for m in outcome.messages]
+
+
+@pytest.mark.slow
+def test_a_policy_that_starves_the_watchdog_is_ended_by_the_parent(tmp_path: Path) -> None:
+    # sum() over a huge range runs in C and never lets another thread of its process run.
+    source = GREEDY.replace("    total =", "    if len(env.completion) >= 40:\n        sum(range(10**13))\n    total =")
+    report = validate(write(tmp_path, source), max_episodes=1, deadline_s=0.5)
+    (only,) = errors(report)
+    assert re.fullmatch(
+        r"timeout: no action within the per-decision deadline of 0\.5 s \(its process stopped answering and was "
+        r"ended after \d+ s\)",
+        only,
+    )
+
+
+# ---------------------------------------------------------------------------------- what lies beside a bundle
+
+
+def test_a_module_beside_a_single_file_does_not_shadow_the_cli(tmp_path: Path) -> None:
+    write(tmp_path, "raise ImportError('the folder shadowed the CLI')\n", "string.py")
+    write(tmp_path, "raise ImportError('the folder shadowed the CLI')\n", "json.py")
+    report = validate(write(tmp_path, GREEDY, "greedy.py"), max_episodes=1)
+    assert report.ok, report.findings
+    assert [e["status"] for e in report.episodes] == ["ok"]
+
+
+def test_a_single_file_that_imports_a_sibling_gets_one_line(tmp_path: Path) -> None:
+    write(tmp_path, "def best(env, task):\n    return int(env.mask(task).argmax())\n", "helper.py")
+    path = write(
+        tmp_path, "import helper\n\ndef policy(env, task, rng):\n    return helper.best(env, task)\n", "mine.py"
+    )
+    report = validate(path, max_episodes=1)
+    assert errors(report) == [
+        f"mine.py:1: imports 'helper' from {tmp_path / 'helper.py'}, which is not in the bundle: a single .py file "
+        f"is bundled alone; submit the directory instead, with this file as its policy.py"
+    ]
+    assert [f.level for f in report.findings] == ["ok", "ok", "error"]  # bundle, entry point: nothing was run
+
+
+def test_a_single_file_that_imports_a_sibling_at_run_time_is_told_so(tmp_path: Path) -> None:
+    write(tmp_path, "def best(env, task):\n    return int(env.mask(task).argmax())\n", "helper.py")
+    source = (
+        "import importlib\nhelper = importlib.import_module('helper')\n\ndef policy(env, task, rng):\n    return 0\n"
+    )
+    report = validate(write(tmp_path, source, "mine.py"), max_episodes=1)
+    assert errors(report) == ["importing the policy failed: ModuleNotFoundError: No module named 'helper'"]
+
+
+def test_the_harness_import_failure_reads_as_one_sentence(tmp_path: Path) -> None:
+    report = ValidationReport(tmp_path)
+    message = (
+        "policy import failed:\nTraceback (most recent call last):\n  ...\nModuleNotFoundError: No module named 'x'"
+    )
+    episode = {"kind": "episode", "scenario": "lab-300", "episode": "seed0", "status": "import_error"}
+    _interpret(report, [{**episode, "message": message}], 2.0)
+    assert errors(report) == [
+        "episode lab-300/seed0: import_error: policy import failed: ModuleNotFoundError: No module named 'x'"
+    ]
+
+
+# ---------------------------------------------------------------------------------- the public sample set
+
+REPO = README.parent
+
+
+def test_the_public_sample_ships_in_the_package(tmp_path: Path) -> None:
+    """What a ``pip install`` gets: setuptools' own copy of the packages with their package data."""
+    from layersched.sim.evalset import SAMPLE_PATH, load_evalset
+
+    command = [sys.executable, "-c", "from setuptools import setup; setup()", "build_py", "--build-lib", str(tmp_path)]
+    subprocess.run(command, cwd=REPO, check=True, capture_output=True)
+    shipped = tmp_path / "layersched" / "sim" / "data" / "sample.toml"
+    assert shipped.read_bytes() == SAMPLE_PATH.read_bytes() == (REPO / "hidden_seeds" / "sample.toml").read_bytes()
+    assert load_evalset(shipped).commitment == load_evalset(REPO / "hidden_seeds" / "sample.toml").commitment
+
+
+@pytest.mark.parametrize(
+    "evalset", ["sample", str(REPO / "hidden_seeds" / "sample.toml")], ids=["built-in-name", "path"]
+)
+def test_cli_validate_takes_a_built_in_name_or_a_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], evalset: str
+) -> None:
+    path = write(tmp_path, GREEDY, "greedy.py")
+    assert main(["validate", str(path), "--evalset", evalset, "--episodes", "1"]) == 0
+    assert "score on 1 public episode of 'sample' " in capsys.readouterr().out
+
+
+def test_cli_validate_names_an_unknown_evalset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, GREEDY, "greedy.py")
+    assert main(["validate", str(path), "--evalset", "hidden_seeds/nope.toml"]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "error: no evaluation set 'hidden_seeds/nope.toml': not a file, and not a built-in set (sample)"
+    )
+
+
+@pytest.mark.postgres
+def test_validates_baselines_are_the_public_boards_rows(tmp_path: Path) -> None:
+    """The server registers its default set as ``layersched serve`` does; validate's reference rows are its rows."""
+    from layersched.server import storage
+    from layersched.server.admin import upgrade_database
+    from layersched.server.config import Settings
+    from layersched.server.db import make_engine, make_sessionmaker, session_scope
+    from layersched.sim.evalset import SAMPLE_PATH, load_evalset
+    from layersched.worker.evalsets import register_and_score
+    from tests.server.conftest import PG_URL, create_pg_database, drop_pg_database
+
+    name = create_pg_database()
+    try:
+        settings = Settings(  # type: ignore[call-arg]
+            _env_file=None, database_url=PG_URL.format(name=name), baseline_cache_dir=tmp_path / "baselines"
+        )
+        assert settings.evalset_path.resolve() == SAMPLE_PATH
+        upgrade_database(settings=settings)
+        register_and_score(path=settings.evalset_path, settings=settings)
+        engine = make_engine(settings.database_url)
+        try:
+            with session_scope(make_sessionmaker(engine)) as session:
+                board = {
+                    row.baseline: row.score_public["overall"]
+                    for row in storage.list_baseline_results(
+                        session=session, evalset_commitment=load_evalset(SAMPLE_PATH).commitment
+                    )
+                }
+        finally:
+            engine.dispose()
+    finally:
+        drop_pg_database(name)
+    report = validate(write(tmp_path, GREEDY))
+    assert report.ok, report.findings
+    local = {row.name: row.score for row in report.rows if row.name != POLICY_ROW}
+    assert local == pytest.approx(board, rel=1e-12)
+    assert set(local) == {"Random", "LeastLoaded", "Kube", "Dep", "LRS", "Greedy"}
