@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from layersched.sdk.checks import limits_text
 from layersched.sdk.config import LOGIN_HINT, load_config, save_config
@@ -25,6 +25,9 @@ from layersched.sdk.progress import ProgressBar, format_bytes
 from layersched.sdk.validate import DEFAULT_DEADLINE_S
 from layersched.sim.cli import positive_float, positive_int
 from layersched.sim.errors import SimError
+
+if TYPE_CHECKING:  # imported where used: `layersched --help` need not load httpx
+    from layersched.sdk.client import Client
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -439,6 +442,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
                 bundle, name=name, description=args.message, on_progress=lambda sent, total: bar.update(sent, total)
             )
         print(f"submitted #{submission.id} {submission.name!r} ({submission.state})")
+        print(_page_line(client, submission.id))
         if not args.wait:
             print(f"follow it with: layersched status {submission.id}")
             return 0
@@ -585,6 +589,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(_outcome_line(sub, rank))
     print(selection)
     print(f"bundle sha256: {sub.bundle_sha256}")
+    print(_page_line(client, sub.id))
     for e in sub.evaluations:
         of = f" of #{e.audit_of}" if e.audit_of is not None else ""
         print(
@@ -595,6 +600,10 @@ def cmd_status(args: argparse.Namespace) -> int:
             + (f", audit {e.audit.verdict}" if e.audit else "")
         )
     return 0
+
+
+def _page_line(client: Client, submission_id: int) -> str:
+    return f"page: {client.page_url(submission_id)} (sign in there with your token)"
 
 
 def _short_image(image: str | None) -> str:

@@ -274,6 +274,10 @@ class Client:
         token = config.require_token() if require_token else config.token
         return cls(server, token, timeout=timeout)
 
+    def page_url(self, submission_id: int) -> str:
+        """The submission's page on the server's website: its owner signs in there with the token to read it."""
+        return f"{self.server}/submissions/{submission_id}"
+
     def close(self) -> None:
         self._http.close()
 

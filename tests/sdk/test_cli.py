@@ -151,6 +151,7 @@ def test_submit_waits_for_score_and_rank(
     assert code == 0, err
     assert out.splitlines() == [
         "submitted #1 'first fit' (queued)",
+        f"page: {live_server.url}/submissions/1 (sign in there with your token)",
         "#1 succeeded: score 0.9800 (95% CI 0.9500-1.0100, ratio to Greedy, lower is better), rank 1",
         "  per scenario: lab-300 0.970, official-5n 0.990",
     ]
@@ -163,6 +164,7 @@ def test_submit_waits_for_score_and_rank(
     assert out.startswith("#1 'first fit' by alice, created ")
     assert "  hello\nstate: succeeded, episodes 2/2\n" in out
     assert "sandbox process, image sha256:abababab" in out
+    assert f"\npage: {live_server.url}/submissions/1 (sign in there with your token)\n" in out
 
     code, out, _ = run(capsys, "logs", "1")
     assert code == 0
@@ -199,7 +201,11 @@ def test_submit_no_wait_then_status_list(
     login(capsys, live_server)
     code, out, _ = run(capsys, "submit", str(policy_file), "--no-wait")
     assert code == 0
-    assert out == "submitted #1 'first_fit' (queued)\nfollow it with: layersched status 1\n"
+    assert out.splitlines() == [
+        "submitted #1 'first_fit' (queued)",
+        f"page: {live_server.url}/submissions/1 (sign in there with your token)",
+        "follow it with: layersched status 1",
+    ]
     code, out, _ = run(capsys, "status")
     assert code == 0
     header, row = out.splitlines()
@@ -371,7 +377,9 @@ def test_submit_gives_up_following_after_timeout(
     login(capsys, live_server)  # no worker runs: the evaluation stays queued
     code, out, err = run(capsys, "submit", str(policy_file), "--timeout", "0.3", "--poll", "0.1")
     assert code == 1
-    assert out == "submitted #1 'first_fit' (queued)\n"
+    assert out == (
+        f"submitted #1 'first_fit' (queued)\npage: {live_server.url}/submissions/1 (sign in there with your token)\n"
+    )
     assert error_line(err) == (
         f"error: gave up waiting after 0.3 s; the evaluation goes on at {live_server.url}; "
         "follow it with: layersched status 1"
