@@ -100,6 +100,8 @@ def test_demo_serves_a_ranked_leaderboard_and_stops_cleanly(tmp_path: Path) -> N
         # The first lines say which sandbox runs (this machine has the engine and the image).
         head = text.split("token:")[0]
         assert "layersched: sandbox: Docker (image layersched-sandbox:latest, engine at " in head, head
+        # Scoring the baselines says how far it is (issue 16, item 13): the sample set has 6 episodes.
+        assert "layersched: baselines 6/6 episodes\n" in head, head
         workers = descendants(serve.pid)
         assert workers, "serve started no worker"
     finally:
