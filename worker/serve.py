@@ -61,8 +61,9 @@ def serve(*, host: str, port: int, data_dir: Path, demo: bool) -> int:
     get_settings.cache_clear()
     settings = get_settings()
     admin.upgrade_database(settings=settings)
+    cores = available_cores()
     evalset = register_and_score(
-        path=settings.evalset_path, settings=settings, workers=available_cores(), progress=BaselineProgress()
+        path=settings.evalset_path, settings=settings, workers=cores, progress=BaselineProgress(workers=cores)
     )
     print(
         f"layersched: evaluation set {evalset.name!r} (commitment {evalset.commitment[:16]}...) registered", flush=True
@@ -103,11 +104,18 @@ def serve(*, host: str, port: int, data_dir: Path, demo: bool) -> int:
 class BaselineProgress:
     """Prints ``layersched: baselines 45/150 episodes`` each time another tenth of the episodes is scored."""
 
-    def __init__(self, lines: int = 10) -> None:
+    def __init__(self, lines: int = 10, workers: int = 1) -> None:
         self.lines = lines
+        self.workers = workers
         self.printed = 0
 
     def __call__(self, done: int, total: int) -> None:
+        if done == 1:  # the rows were not cached: say what the wait is for
+            print(
+                f"layersched: scoring the six baselines on the {total} episodes ({min(self.workers, total)} processes;"
+                " once per evaluation set and simulator version)",
+                flush=True,
+            )
         if done * self.lines >= (self.printed + 1) * total:
             self.printed = done * self.lines // total
             print(f"layersched: baselines {done}/{total} episodes", flush=True)
