@@ -2,76 +2,137 @@
 
 Each scores every node and picks the best feasible one, breaking ties uniformly with ``rng`` (one draw per
 decision, even when there is no tie, exactly as the lab's ``_pick`` does, so random streams stay aligned).
+
+These are the implementations that score (the leaderboard's reference rows, ``python -m layersched.sim``). Every
+score is the lab's expression on the lab's values, so scores, ties and draws are the lab's; what changes is the work
+done per decision (the lab's way of writing them, kept in ``reference_baselines.py``, costs 60-100 us a decision):
+
+* the best feasible node is found on Python lists (``_pick``): numpy costs about 1 us per call on arrays of ten;
+* whether a node holds the whole image is one set comparison of the image's digests with the node's layers;
+* the MB a node holds of an image are read from the simulator's per-node plans, which it recomputes only when that
+  node's layers change: they are summed once per plan (``_cached_mb``), in the image's layer order as the lab sums
+  them (Kube does without plans: computing them for every node cost more than the comparison, measured);
+* a node whose earliest free slot (kept by the simulator) is after ``now`` has no idle slot: no need to count.
+
+``tests/sim/test_fast_baselines.py`` checks that they take the reference's actions, step for step, on scenarios
+that reach the corners (evictions, a cloud node, zero-byte images, nodes too small for some images).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
-from layersched.sim.env import ClusterEnv
+from layersched.sim.env import ClusterEnv, Plan
 from layersched.sim.workload import Task
 
 Policy = Callable[[Any, Task, random.Random], int]
 
-
-def _pick(scores: npt.ArrayLike, mask: npt.NDArray[np.bool_], rng: random.Random) -> int:
-    """Highest-scoring feasible node; ties broken uniformly at random."""
-    masked = np.where(mask, scores, -np.inf)
-    best = np.flatnonzero(masked == masked.max())
-    return int(rng.choice(list(best)))
+_SLOT = 1  # NodeState's earliest free slot (layersched.sim.env)
 
 
-def _idle_share(slots: list[float], now: float) -> float:
-    return sum(1 for s in slots if s <= now) / len(slots)
+def _pick(scores: Sequence[float], feasible: list[int], rng: random.Random) -> int:
+    """The lab's ``_pick`` on lists: the highest-scoring feasible node, ties broken by one ``rng.choice``."""
+    if len(feasible) == len(scores):
+        best = max(scores)
+        if scores.count(best) == 1:
+            return rng.choice([scores.index(best)])
+        return rng.choice([n for n, s in enumerate(scores) if s == best])
+    if not feasible:  # the lab masks every score to -inf, so every node ties
+        return rng.choice(range(len(scores)))
+    best = max([scores[n] for n in feasible])
+    return rng.choice([n for n in feasible if scores[n] == best])
 
 
-def _cached_mb(env: ClusterEnv, task: Task, node_layers: dict[str, float]) -> float:
-    return float(sum(la["size_mb"] for la in env.images[task.image]["layers"] if la["digest"] in node_layers))
+class _Episode:
+    """One episode's cached MB per (image, node), each with the plan it was summed from."""
+
+    def __init__(self, env: ClusterEnv) -> None:
+        self.plans = env._plans  # start() replaces this table, which ends the episode's cache
+        self.rows: list[list[tuple[Plan, float] | None]] = [[None] * env.n_nodes for _ in env.image_mb]
+
+
+_EPISODES: weakref.WeakKeyDictionary[ClusterEnv, _Episode] = weakref.WeakKeyDictionary()
+
+
+def _cached_mb(env: ClusterEnv, image: int) -> tuple[list[Plan], list[float]]:
+    """Every node's plan for ``image`` and the MB of the image's layers it holds (the lab's sum, in layer order)."""
+    episode = _EPISODES.get(env)
+    if episode is None or episode.plans is not env._plans:
+        episode = _EPISODES[env] = _Episode(env)
+    plans = env._plans_for(image)
+    row = episode.rows[image]
+    out = []
+    for n, plan in enumerate(plans):
+        entry = row[n]
+        if entry is None or entry[0] is not plan:  # a new plan: the node's layers of this image changed
+            missing = plan[4]
+            entry = row[n] = (plan, sum(size for digest, size in env._image_layers[image] if digest not in missing))
+        out.append(entry[1])
+    return plans, out
 
 
 def random_policy(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     """Any feasible node, uniformly."""
-    return _pick(np.zeros(env.n_nodes), env.mask(task), rng)
+    feasible = env.feasible_nodes(task)
+    return rng.choice(feasible) if feasible else rng.choice(range(env.n_nodes))
 
 
 def least_loaded(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     """Fewest running containers; ignores images entirely."""
-    busy = [sum(s > task.arrival for s in node.slots) for node in env.nodes]
-    return _pick(-np.array(busy), env.mask(task), rng)
+    now = task.arrival
+    scores = []
+    for node in env.nodes:
+        busy = 0
+        for s in node.slots:
+            if s > now:
+                busy += 1
+        scores.append(-busy)
+    return _pick(scores, env.feasible_nodes(task), rng)
 
 
 def kube_image(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     """Image granularity, like Kubernetes' ImageLocality: whole image cached, then idleness, half each."""
-    digests = [la["digest"] for la in env.images[task.image]["layers"]]
-    scores = [
-        0.5 * all(d in node.layers for d in digests) + 0.5 * _idle_share(node.slots, task.arrival) for node in env.nodes
-    ]
-    return _pick(np.array(scores), env.mask(task), rng)
+    now = task.arrival
+    digests = env._image_digests[task.image]
+    scores = []
+    for node in env.nodes:
+        idle = 0
+        for s in node.slots:
+            if s <= now:
+                idle += 1
+        # The lab's all(d in node.layers for d in image digests), as one set comparison in C.
+        scores.append(0.5 * (node.layers.keys() >= digests) + 0.5 * (idle / len(node.slots)))
+    return _pick(scores, env.feasible_nodes(task), rng)
 
 
 def dep_layer(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     """Layer granularity, like Dep: most cached MB wins, earliest free slot breaks near-ties."""
-    scores = [_cached_mb(env, task, node.layers) - 1e-3 * min(node.slots) for node in env.nodes]
-    return _pick(np.array(scores), env.mask(task), rng)
+    plans, cached = _cached_mb(env, task.image)
+    scores = [mb - 1e-3 * plan[5][_SLOT] for plan, mb in zip(plans, cached, strict=True)]
+    return _pick(scores, env.feasible_nodes(task), rng)
 
 
 def lrs_like(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     """Dynamic weights, like LRScheduler: sharing matters when a node is idle, balance when it is busy."""
+    now, image_mb = task.arrival, env.image_mb[task.image]
+    plans, cached = _cached_mb(env, task.image)
     scores = []
-    image_mb = env.image_mb[task.image]
-    for node in env.nodes:
+    for plan, mb, node in zip(plans, cached, env.nodes, strict=True):
         # A zero-byte image (hello-world rounds to 0.00 MB in the real catalogs) is fully present everywhere; the
         # lab's formula divides by zero there, which its synthetic catalog never reaches.
-        shared = _cached_mb(env, task, node.layers) / image_mb if image_mb > 0 else 1.0
-        idle = _idle_share(node.slots, task.arrival)
+        shared = mb / image_mb if image_mb > 0 else 1.0
+        idle_slots = 0
+        if plan[5][_SLOT] <= now:
+            for s in node.slots:
+                if s <= now:
+                    idle_slots += 1
+        idle = idle_slots / len(node.slots)
         weight = 0.7 if idle >= 0.5 else 0.2
         scores.append(weight * shared + (1 - weight) * idle)
-    return _pick(np.array(scores), env.mask(task), rng)
+    return _pick(scores, env.feasible_nodes(task), rng)
 
 
 def greedy_estimate(env: ClusterEnv, task: Task, rng: random.Random) -> int:
@@ -79,7 +140,7 @@ def greedy_estimate(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     totals = env.totals(task)
     feasible = env.feasible_nodes(task)
     if not feasible:
-        return _pick(np.zeros(env.n_nodes), env.mask(task), rng)
+        return rng.choice(range(env.n_nodes))  # the lab's _pick with every node masked: all tie
     # The lab's _pick on -totals without numpy: the same ties and the same single rng draw (rng.choice even of
     # one node). When every node is feasible, which is the common case, the list methods find the best in C.
     if len(feasible) == len(totals):

@@ -15,14 +15,14 @@ import json
 import random
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from layersched.sim.baselines import BASELINES
+from layersched.sim.baselines import BASELINES, Policy
 from layersched.sim.catalog import catalog_summary, load_catalog, synthetic_catalog
-from layersched.sim.env import ClusterEnv
 from layersched.sim.episode import run_lab_baseline
 from layersched.sim.errors import SimError
+from layersched.sim.replay import ReplayEnv
 from layersched.sim.scenario import CloudNode, Scenario
 from layersched.sim.version import SIM_VERSION
 
@@ -89,14 +89,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def baseline_table(scenario: Scenario, seeds: Sequence[int], names: Sequence[str]) -> dict[str, dict[str, object]]:
-    """Per baseline: the per-seed mean completion times, their mean and population std."""
-    env = ClusterEnv(scenario)
-    table: dict[str, dict[str, object]] = {}
-    for name in names:
-        results = [run_lab_baseline(env, BASELINES[name], seed) for seed in seeds]
-        table[name] = {"per_seed": results, "mean": statistics.fmean(results), "std": statistics.pstdev(results)}
-    return table
+def baseline_table(
+    scenario: Scenario, seeds: Sequence[int], names: Sequence[str], policies: Mapping[str, Policy] = BASELINES
+) -> dict[str, dict[str, object]]:
+    """Per baseline: the per-seed mean completion times, their mean and population std (``policies`` by name)."""
+    env = ReplayEnv(scenario)  # every baseline on one seed's episode, drawn once
+    per_seed: dict[str, list[float]] = {name: [] for name in names}
+    for seed in seeds:
+        for name in per_seed:
+            per_seed[name].append(run_lab_baseline(env, policies[name], seed))
+    return {
+        name: {"per_seed": results, "mean": statistics.fmean(results), "std": statistics.pstdev(results)}
+        for name, results in per_seed.items()
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:

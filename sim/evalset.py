@@ -59,6 +59,8 @@ from layersched.sim.episode import run_episode
 from layersched.sim.episodes import EpisodeSpec, Split, policy_seed
 from layersched.sim.errors import CatalogError, EvalSetError, ScenarioError
 from layersched.sim.keyed_random import MIN_KEY_BYTES, KeyedRandom
+from layersched.sim.ordered_pool import Progress, map_ordered
+from layersched.sim.replay import ReplayEnv
 from layersched.sim.scenario import CloudNode, NodeRanges, Scenario
 from layersched.sim.scoring import REFERENCE, ScenarioEpisodes, Score, pair_episodes, score
 from layersched.sim.version import RULES_HASH, SIM_VERSION
@@ -832,32 +834,66 @@ def evaluate_policy(
     evalset: EvalSet, policy: Policy, *, bundle_id: str, split: Split | None = None
 ) -> list[EpisodeRecord]:
     """Run ``policy`` in-process on every episode (of one split); its rng is seeded by ``policy_seed``."""
-    records = []
     envs: dict[str, ClusterEnv] = {}
-    for job in evalset.jobs(split):
-        env = envs.setdefault(job.scenario_name, ClusterEnv(job.scenario))
-        rng = random.Random(policy_seed(bundle_id, job.scenario.content_hash, job.episode.id))
-        result = run_episode(env, policy, job.episode.workload_rng(), rng)
-        m = result.metrics
-        records.append(
-            EpisodeRecord(
-                job.scenario_name,
-                job.episode.id,
-                job.episode.split,
-                m.mean_completion,
-                m.p95_completion,
-                m.cloud_share,
-                result.trace_hash,
-            )
+    hashes = _scenario_hashes(evalset)
+    return [
+        _run_job(
+            envs.setdefault(job.scenario_name, ClusterEnv(job.scenario)),
+            policy,
+            job,
+            job.episode.workload_rng(),
+            policy_seed(bundle_id, hashes[job.scenario_name], job.episode.id),
         )
-    return records
+        for job in evalset.jobs(split)
+    ]
 
 
-def score_baselines(evalset: EvalSet, cache_dir: str | Path | None = None) -> dict[str, list[EpisodeRecord]]:
+def _scenario_hashes(evalset: EvalSet) -> dict[str, str]:
+    """Each scenario's ``content_hash``, computed once (it serialises the whole catalog)."""
+    return {sc.name: sc.scenario.content_hash for sc in evalset.scenarios}
+
+
+def _run_job(env: ClusterEnv, policy: Policy, job: EvalJob, workload: random.Random, seed: int) -> EpisodeRecord:
+    result = run_episode(env, policy, workload, random.Random(seed))
+    m = result.metrics
+    return EpisodeRecord(
+        job.scenario_name,
+        job.episode.id,
+        job.episode.split,
+        m.mean_completion,
+        m.p95_completion,
+        m.cloud_share,
+        result.trace_hash,
+    )
+
+
+def _baselines_on_job(context: tuple[EvalSet, dict[str, str]], index: int) -> list[EpisodeRecord]:
+    """Every baseline's record on the set's ``index``-th episode, in ``BASELINES`` order (one piece of the pool)."""
+    evalset, hashes = context
+    job = evalset.jobs()[index]
+    env = ReplayEnv(job.scenario)
+    workload = job.episode.workload_rng()  # drawn by the first baseline, replayed for the others
+    return [
+        _run_job(
+            env, policy, job, workload, policy_seed(baseline_bundle_id(name), hashes[job.scenario_name], job.episode.id)
+        )
+        for name, policy in BASELINES.items()
+    ]
+
+
+def score_baselines(
+    evalset: EvalSet,
+    cache_dir: str | Path | None = None,
+    *,
+    workers: int = 1,
+    progress: Progress | None = None,
+) -> dict[str, list[EpisodeRecord]]:
     """Every baseline's episode records on every episode of ``evalset``, keyed by baseline name.
 
     Results are cached as JSON in ``cache_dir`` under the set's commitment and ``SIM_VERSION``; a cache
     written by other rules (``RULES_HASH``) is recomputed. Score them with ``layersched.sim.scoring`` against Greedy.
+    Episodes are independent: ``workers`` processes share them (the records are the same for any number), and
+    ``progress(done, total)`` hears of each finished episode; neither is called when the cache answers.
     """
     path = None
     if cache_dir is not None:
@@ -865,9 +901,9 @@ def score_baselines(evalset: EvalSet, cache_dir: str | Path | None = None) -> di
         cached = _read_cache(path, evalset.commitment)
         if cached is not None:
             return cached
-    out = {
-        name: evaluate_policy(evalset, policy, bundle_id=baseline_bundle_id(name)) for name, policy in BASELINES.items()
-    }
+    context = (evalset, _scenario_hashes(evalset))
+    per_job = map_ordered(_baselines_on_job, context, len(evalset.jobs()), workers=workers, progress=progress)
+    out = {name: [records[k] for records in per_job] for k, name in enumerate(BASELINES)}
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         payload = {

@@ -14,26 +14,39 @@ from sqlalchemy.orm import Session
 from layersched.server import admin, storage
 from layersched.server.config import Settings
 from layersched.server.db import make_engine, make_sessionmaker, session_scope
-from layersched.sim.evalset import EvalSet, load_evalset, score_baselines
+from layersched.sim.evalset import EpisodeRecord, EvalSet, load_evalset, score_baselines
+from layersched.sim.ordered_pool import Progress
 from layersched.sim.version import SIM_VERSION
 from layersched.worker.pipeline import episode_means, split_score
 
 
-def register_and_score(*, path: Path, settings: Settings, current: bool = True) -> admin.RegisteredEvalSet:
-    """Register the set at ``path`` (current for new submissions) and write the baselines' reference rows."""
+def register_and_score(
+    *,
+    path: Path,
+    settings: Settings,
+    current: bool = True,
+    workers: int = 1,
+    progress: Progress | None = None,
+) -> admin.RegisteredEvalSet:
+    """Register the set at ``path`` (current for new submissions) and write the baselines' reference rows.
+
+    ``workers`` processes share the episodes when the rows are not cached yet; ``progress(done, total)`` hears of each.
+    """
     registered = admin.register_evalset(path=path.resolve(), current=current, settings=settings)
+    evalset = load_evalset(path)
+    # Scored before the database session opens: the session would otherwise sit idle in a transaction for as long.
+    records = score_baselines(evalset, settings.baseline_cache_dir, workers=workers, progress=progress)
     engine = make_engine(settings.database_url)
     try:
         with session_scope(make_sessionmaker(engine)) as session:
-            score_reference_rows(session=session, evalset=load_evalset(path), cache_dir=settings.baseline_cache_dir)
+            write_reference_rows(session=session, evalset=evalset, records=records)
     finally:
         engine.dispose()
     return registered
 
 
-def score_reference_rows(*, session: Session, evalset: EvalSet, cache_dir: Path) -> None:
+def write_reference_rows(*, session: Session, evalset: EvalSet, records: dict[str, list[EpisodeRecord]]) -> None:
     """Upsert one ``baseline_results`` row per baseline with its public and private scores."""
-    records = score_baselines(evalset, cache_dir)
     greedy = episode_means(records["Greedy"])
     for name, recs in records.items():
         means = episode_means(recs)

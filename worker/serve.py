@@ -6,7 +6,8 @@
 * sandbox: Docker when an engine and the sandbox image are there, otherwise the process sandbox; the first lines say
   which, and why in plain words (``worker/sandbox_choice.py``);
 * the evaluation set ``hidden_seeds/sample.toml`` (or ``LAYERSCHED_EVALSET_PATH``), registered with the six
-  baselines scored on it as the leaderboard's reference rows.
+  baselines scored on it as the leaderboard's reference rows (on every core, the first time for a set and simulator
+  version, with a line every tenth of the episodes: ``layersched: baselines 45/150 episodes``).
 
 ``--demo`` also creates a demo organiser and a demo student, prints their tokens, and submits the starter policy
 as the student, so the leaderboard shows a ranked entry a few seconds after start.
@@ -28,6 +29,7 @@ from pathlib import Path
 import httpx
 
 from layersched.server.config import Settings, get_settings
+from layersched.sim.ordered_pool import available_cores
 from layersched.worker.evalsets import register_and_score
 from layersched.worker.sandbox_choice import choose_sandbox
 
@@ -61,7 +63,10 @@ def serve(*, host: str, port: int, data_dir: Path, demo: bool) -> int:
     settings = get_settings()
     print(f"layersched: database {display_url(settings.database_url)} (schema brought up to date)", flush=True)
     admin.upgrade_database(settings=settings)
-    evalset = register_and_score(path=settings.evalset_path, settings=settings)
+    cores = available_cores()
+    evalset = register_and_score(
+        path=settings.evalset_path, settings=settings, workers=cores, progress=BaselineProgress(workers=cores)
+    )
     print(
         f"layersched: evaluation set {evalset.name!r} (commitment {evalset.commitment[:16]}...) registered", flush=True
     )
@@ -96,6 +101,26 @@ def serve(*, host: str, port: int, data_dir: Path, demo: bool) -> int:
             worker.wait()
         print("layersched: stopped", flush=True)
     return 0
+
+
+class BaselineProgress:
+    """Prints ``layersched: baselines 45/150 episodes`` each time another tenth of the episodes is scored."""
+
+    def __init__(self, lines: int = 10, workers: int = 1) -> None:
+        self.lines = lines
+        self.workers = workers
+        self.printed = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        if done == 1:  # the rows were not cached: say what the wait is for
+            print(
+                f"layersched: scoring the six baselines on the {total} episodes ({min(self.workers, total)} processes;"
+                " once per evaluation set and simulator version)",
+                flush=True,
+            )
+        if done * self.lines >= (self.printed + 1) * total:
+            self.printed = done * self.lines // total
+            print(f"layersched: baselines {done}/{total} episodes", flush=True)
 
 
 def _terminate_with_parent() -> None:

@@ -125,6 +125,8 @@ def test_demo_without_an_engine_says_in_plain_words_that_it_uses_the_process_san
         # Which database it opens, before it opens it (issue 16, item 10).
         assert f"layersched: database sqlite:///{tmp_path / 'var' / 'layersched.db'} (schema brought up" in head, head
         assert f"no Docker engine answers at {nowhere} (start one: bash worker/sandbox/start_dockerd.sh)" in head
+        # Scoring the baselines says how far it is (issue 16, item 13): the sample set has 6 episodes.
+        assert "layersched: baselines 6/6 episodes\n" in head, head
         evaluation = httpx.get(f"{url}/api/v1/leaderboard", timeout=5).json()
         assert any(r["participant"] == "demo-student" for r in evaluation["rows"])
     finally:

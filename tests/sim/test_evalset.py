@@ -575,7 +575,7 @@ def test_score_baselines_caches_by_commitment(tmp_path: Path, monkeypatch: pytes
     def fail(*args: object, **kwargs: object) -> None:
         raise AssertionError("the cache should have been used")
 
-    monkeypatch.setattr(evalset_module, "evaluate_policy", fail)
+    monkeypatch.setattr(evalset_module, "_run_job", fail)
     assert score_baselines(es, tmp_path) == results
     # A cache written by other simulator rules is recomputed.
     payload = json.loads(cache.read_text())
@@ -591,6 +591,19 @@ def test_baselines_match_in_process_runs() -> None:
     records = evaluate_policy(small, BASELINES["Greedy"], bundle_id=evalset_module.baseline_bundle_id("Greedy"))
     assert records == score_baselines(small)["Greedy"]
     assert os.environ.get("PYTHONHASHSEED") is None or records  # results must not depend on hash seeds
+
+
+def test_score_baselines_on_processes_gives_the_same_records_and_reports_progress() -> None:
+    es = load_evalset(SAMPLE)
+    calls: list[tuple[int, int]] = []
+    on_two = score_baselines(es, workers=2, progress=lambda done, total: calls.append((done, total)))
+    assert on_two == score_baselines(es)  # in this process, one episode after another
+    assert calls == [(done, 6) for done in range(1, 7)]
+
+
+def test_score_baselines_refuses_a_bad_number_of_workers() -> None:
+    with pytest.raises(ValueError, match="workers must be an integer >= 1, got 0"):
+        score_baselines(load_evalset(SAMPLE), workers=0)
 
 
 # hub-top70 holds hello-world:latest, 0.00 MB after rounding: LRS must not divide by its size.
