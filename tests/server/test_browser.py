@@ -7,16 +7,16 @@ which must include the chart's interval marks in their colour.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import socket
 import struct
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -94,14 +94,10 @@ def _seed(database_url: str) -> dict[str, int]:
     return ids
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, int]]]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"headless Chromium is needed at {CHROMIUM} (Debian package 'chromium')")
-    root = tmp_path_factory.mktemp("browser")
-    database_url = f"sqlite:///{root / 'layersched.db'}"
-    upgrade_database(settings=Settings(_env_file=None, database_url=database_url))  # type: ignore[call-arg]
-    ids = _seed(database_url)
+@contextmanager
+def uvicorn_server(database_url: str, root: Path, wrapper: Sequence[str] = ()) -> Iterator[str]:
+    """A real uvicorn serving the app on ``database_url``; its base URL. ``wrapper`` prefixes the command (e.g.
+    ``ip netns exec NAME``: the server then listens on that namespace's loopback)."""
     port = _free_port()
     env = {
         **os.environ,
@@ -109,39 +105,25 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict
         "LAYERSCHED_BUNDLE_DIR": str(root / "bundles"),
         "LAYERSCHED_BROKER_URL": "redis://127.0.0.1:6379/15",
     }
+    command = [*wrapper, sys.executable, "-m", "uvicorn", "--factory", "layersched.server.app:create_app"]
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "--factory",
-            "layersched.server.app:create_app",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
+        [*command, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
+    probe = [*wrapper, sys.executable, "-c", _PROBE, f"{base}/api/v1/leaderboard"]
     try:
         deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/v1/leaderboard", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError):
-                pass
+        # Asked from inside the same namespace as the server (a probe process), since the test's own loopback may
+        # be another one.
+        while subprocess.run(probe, capture_output=True, check=False).returncode != 0:
             if process.poll() is not None or time.monotonic() > deadline:
                 output = process.stdout.read().decode() if process.stdout else ""
                 pytest.fail(f"uvicorn did not start on port {port}: {output}")
             time.sleep(0.2)
-        yield base, ids
+        yield base
     finally:
         process.terminate()
         try:
@@ -153,10 +135,30 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict
             process.stdout.close()
 
 
-def chromium(tmp_path: Path, *args: str) -> str:
+_PROBE = "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)"
+
+
+def _migrated_sqlite(root: Path) -> str:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"headless Chromium is needed at {CHROMIUM} (Debian package 'chromium')")
+    database_url = f"sqlite:///{root / 'layersched.db'}"
+    upgrade_database(settings=Settings(_env_file=None, database_url=database_url))  # type: ignore[call-arg]
+    return database_url
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, int]]]:
+    root = tmp_path_factory.mktemp("browser")
+    database_url = _migrated_sqlite(root)
+    ids = _seed(database_url)
+    with uvicorn_server(database_url, root) as base:
+        yield base, ids
+
+
+def chromium(tmp_path: Path, *args: str, wrapper: Sequence[str] = ()) -> str:
     profile = tmp_path / "profile"  # fresh user data dir per run
     result = subprocess.run(
-        [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+        [*wrapper, CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -260,3 +262,43 @@ def test_public_submission_page_shows_no_error(server: tuple[str, dict[str, int]
     dom = chromium(tmp_path, "--dump-dom", f"{base}/submissions/{ids['ada']}")
     assert "ada's policy" in dom and "rank <strong>1</strong>" in dom
     assert "secret_helper" not in dom and "import_error" not in dom
+
+
+@pytest.fixture(scope="module")
+def offline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[str]]]:
+    """The server and Chromium in a network namespace of their own with only a loopback: no internet, no CDN."""
+    if shutil.which("ip") is None:
+        pytest.fail("the 'ip' command (Debian package iproute2) is needed to make a network namespace")
+    root = tmp_path_factory.mktemp("offline")
+    database_url = _migrated_sqlite(root)
+    namespace = f"layersched-offline-{secrets.token_hex(4)}"
+    subprocess.run(["ip", "netns", "add", namespace], check=True)
+    try:
+        wrapper = ["ip", "netns", "exec", namespace]
+        subprocess.run([*wrapper, "ip", "link", "set", "lo", "up"], check=True)
+        routes = subprocess.run([*wrapper, "ip", "route", "show"], capture_output=True, text=True, check=True)
+        assert routes.stdout.strip() == "", f"the namespace must have no route out: {routes.stdout}"
+        with uvicorn_server(database_url, root, wrapper) as base:
+            yield base, wrapper
+    finally:
+        subprocess.run(["ip", "netns", "del", namespace], check=False)
+
+
+# Swagger UI and ReDoc fetch the OpenAPI document after the page has loaded: Chromium waits this long (of virtual
+# time, which skips idle waits) before it dumps the DOM.
+RENDER_BUDGET = ["--virtual-time-budget=20000", "--run-all-compositor-stages-before-draw"]
+
+
+def test_swagger_ui_shows_the_operations_offline(offline: tuple[str, list[str]], tmp_path: Path) -> None:
+    base, wrapper = offline
+    dom = chromium(tmp_path, *RENDER_BUDGET, "--dump-dom", f"{base}/docs", wrapper=wrapper)
+    assert 'class="swagger-ui' in dom, "Swagger UI did not start"
+    assert dom.count('class="opblock-summary-path"') >= 10, "the operations are not listed"
+    assert 'data-path="/api/v1/submissions"' in dom and 'data-path="/api/v1/leaderboard"' in dom
+
+
+def test_redoc_shows_the_operations_offline(offline: tuple[str, list[str]], tmp_path: Path) -> None:
+    base, wrapper = offline
+    dom = chromium(tmp_path, *RENDER_BUDGET, "--dump-dom", f"{base}/redoc", wrapper=wrapper)
+    assert "/api/v1/submissions" in dom and "/api/v1/leaderboard" in dom, "ReDoc did not render the operations"
+    assert "Create Submission" in dom

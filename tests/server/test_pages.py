@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+import pytest
 from sqlalchemy.orm import Session
 
 from layersched.server import storage
@@ -89,3 +91,19 @@ def test_the_owner_page_shows_the_laddered_score(
         assert "0.911" not in owner  # nor its per-scenario ratios (0.93 * 0.98)
         assert "did not beat your best shown public score" in owner
         assert "<p>0.9300 [0.9100, 0.9500]</p>" in c.get(f"/submissions/{lucky}", headers=organiser.headers).text
+
+
+@pytest.mark.parametrize("path", ["/docs", "/redoc"], ids=["swagger", "redoc"])
+def test_api_docs_load_everything_from_this_host(client: Any, path: str) -> None:
+    response = client.get(path)
+    assert response.status_code == 200
+    directives = dict(d.strip().split(" ", 1) for d in response.headers["content-security-policy"].split(";"))
+    assert directives["default-src"] == "'none'" and directives["script-src"] == "'self'"
+    assert all(f"{d}-src" in directives for d in ("style", "img", "connect", "font"))
+    scripts = re.findall(r"<script([^>]*)>", response.text)
+    assert scripts and all(re.search(r' src="/static/[^"]+"', attrs) for attrs in scripts), "an inline script"
+    urls = re.findall(r'(?:src|href)="([^"]*)"', response.text)
+    assert urls and all(url.startswith("/static/") for url in urls), urls
+    for url in urls:
+        asset = client.get(url)
+        assert asset.status_code == 200 and asset.content, url
