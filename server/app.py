@@ -22,7 +22,7 @@ from layersched.server.db import make_engine, make_sessionmaker
 from layersched.server.errors import ServiceError, error_response
 from layersched.server.metrics import ServiceCollector
 from layersched.server.queue import CeleryEnqueuer, Enqueuer
-from layersched.server.routes import admin, api_docs, evalsets, health, leaderboard, me, pages, submissions
+from layersched.server.routes import admin, api_docs, evalsets, health, leaderboard, me, pages, signin, submissions
 from layersched.server.schemas import ErrorBody
 from layersched.sim.version import SIM_VERSION
 
@@ -95,6 +95,7 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
         app.include_router(module.router, prefix=API_PREFIX, responses=ERROR_RESPONSES)
     app.include_router(health.router)
     app.include_router(pages.router)
+    app.include_router(signin.router)
     app.include_router(api_docs.router)
     api_docs.mount_assets(app)
     return app

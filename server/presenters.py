@@ -148,3 +148,14 @@ def episode_log(episode: EpisodeResult, reader: Audience) -> EpisodeLog:
         stdout=None if episode.hidden else episode.stdout,
         stderr=None if episode.hidden else episode.stderr,
     )
+
+
+def submission_logs(submission: Submission, reader: Audience) -> list[EpisodeLog]:
+    """The per-episode log of ``submission``'s primary evaluation as ``reader`` may read it: the API's logs body and
+    the owner's page show exactly this."""
+    evaluation = storage.primary_evaluation(submission)
+    episodes = evaluation.episodes if evaluation else []
+    running = evaluation is not None and evaluation.state in ("queued", "running")
+    # While it runs, a participant sees no hidden episode's row: when each appeared would tell how long it took.
+    shown = [e for e in episodes if reader == "organiser" or not (running and e.hidden)]
+    return [episode_log(e, reader) for e in shown]

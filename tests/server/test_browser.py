@@ -6,6 +6,7 @@ which must include the chart's interval marks in their colour.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import shutil
@@ -21,11 +22,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sqlalchemy.orm import Session
 
 from layersched.server import storage
 from layersched.server.admin import upgrade_database
 from layersched.server.config import Settings
 from layersched.server.db import make_engine, make_sessionmaker
+from layersched.server.models import EvalSet, Evaluation, Submission, User
 
 from .conftest import run_evaluation, score
 
@@ -44,37 +47,46 @@ POINT_RGB = (0x1F, 0x5F, 0xA8)  # .score-chart .point in base.html
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def register_sample(session: Session) -> EvalSet:
+    return storage.register_evalset(
+        session=session,
+        name="sample",
+        commitment="c" * 64,
+        path="hidden_seeds/sample.toml",
+        scenarios=[{"name": "lab-5", "weight": 1.0, "public_episodes": 2}],
+    )
+
+
+def add_submission(session: Session, owner: User, evalset: EvalSet, name: str) -> tuple[Submission, Evaluation]:
+    """A one-file submission of ``owner`` and its queued evaluation, as an upload makes them."""
+    return storage.create_submission(
+        session=session,
+        owner=owner,
+        name=name,
+        description="",
+        bundle_sha256=hashlib.sha256(name.encode()).hexdigest(),
+        bundle_format="py",
+        bundle_bytes=1,
+        evalset=evalset,
+    )
 
 
 def _seed(database_url: str) -> dict[str, int]:
     engine = make_engine(database_url)
     ids: dict[str, int] = {}
     with make_sessionmaker(engine)() as session:
-        evalset = storage.register_evalset(
-            session=session,
-            name="sample",
-            commitment="c" * 64,
-            path="hidden_seeds/sample.toml",
-            scenarios=[{"name": "lab-5", "weight": 1.0, "public_episodes": 2}],
-        )
+        evalset = register_sample(session)
         for name, value in (("ada", 0.82), ("brian", 0.91), ("chen <script>", 1.07)):
             user = storage.create_user(session=session, name=name.split()[0], email=f"{name.split()[0]}@x.org")
             user.name = name  # a hostile display name must come out escaped
             session.commit()
-            submission, evaluation = storage.create_submission(
-                session=session,
-                owner=user,
-                name=f"{name.split()[0]}'s policy",
-                description="",
-                bundle_sha256="a" * 64,
-                bundle_format="py",
-                bundle_bytes=1,
-                evalset=evalset,
-            )
+            submission, evaluation = add_submission(session, user, evalset, f"{name.split()[0]}'s policy")
             run_evaluation(session, evaluation.id, public=value)
             ids[name] = submission.id
         # An organiser's rerun of a ranked entry fails: its error is for the owner and organisers only.
@@ -98,7 +110,7 @@ def _seed(database_url: str) -> dict[str, int]:
 def uvicorn_server(database_url: str, root: Path, wrapper: Sequence[str] = ()) -> Iterator[str]:
     """A real uvicorn serving the app on ``database_url``; its base URL. ``wrapper`` prefixes the command (e.g.
     ``ip netns exec NAME``: the server then listens on that namespace's loopback)."""
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "LAYERSCHED_DATABASE_URL": database_url,
@@ -138,7 +150,7 @@ def uvicorn_server(database_url: str, root: Path, wrapper: Sequence[str] = ()) -
 _PROBE = "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)"
 
 
-def _migrated_sqlite(root: Path) -> str:
+def migrated_sqlite(root: Path) -> str:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"headless Chromium is needed at {CHROMIUM} (Debian package 'chromium')")
     database_url = f"sqlite:///{root / 'layersched.db'}"
@@ -149,7 +161,7 @@ def _migrated_sqlite(root: Path) -> str:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, int]]]:
     root = tmp_path_factory.mktemp("browser")
-    database_url = _migrated_sqlite(root)
+    database_url = migrated_sqlite(root)
     ids = _seed(database_url)
     with uvicorn_server(database_url, root) as base:
         yield base, ids
@@ -253,8 +265,8 @@ def test_submission_page(server: tuple[str, dict[str, int]], tmp_path: Path) -> 
     assert '<svg xmlns="http://www.w3.org/2000/svg" class="score-chart"' in dom
     assert '<table id="per-scenario">' in dom
     assert '<table id="evaluations">' not in dom  # details are for the owner and organisers only
-    missing = chromium(tmp_path, "--dump-dom", f"{base}/submissions/999")
-    assert "submission 999 does not exist" in missing
+    unshown = chromium(tmp_path, "--dump-dom", f"{base}/submissions/999")
+    assert "<h2>Sign in</h2>" in unshown and "does not exist" not in unshown
 
 
 def test_public_submission_page_shows_no_error(server: tuple[str, dict[str, int]], tmp_path: Path) -> None:
@@ -270,7 +282,7 @@ def offline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, lis
     if shutil.which("ip") is None:
         pytest.fail("the 'ip' command (Debian package iproute2) is needed to make a network namespace")
     root = tmp_path_factory.mktemp("offline")
-    database_url = _migrated_sqlite(root)
+    database_url = migrated_sqlite(root)
     namespace = f"layersched-offline-{secrets.token_hex(4)}"
     subprocess.run(["ip", "netns", "add", namespace], check=True)
     try:

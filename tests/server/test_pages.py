@@ -55,8 +55,8 @@ def test_submission_page_visibility(client: Any, alice: Account, db: Session) ->
     assert "my secret idea" not in public.text and 'id="evaluations"' not in public.text
     owner = client.get(f"/submissions/{ranked['id']}", headers=alice.headers)
     assert "my secret idea" in owner.text and 'id="evaluations"' in owner.text
-    hidden = client.get(f"/submissions/{queued['id']}")
-    assert hidden.status_code == 404 and f"submission {queued['id']} does not exist" in hidden.text
+    hidden = client.get(f"/submissions/{queued['id']}")  # unranked: its owner signs in to see it
+    assert hidden.status_code == 401 and 'action="/signin"' in hidden.text and "does not exist" not in hidden.text
     assert client.get(f"/submissions/{queued['id']}", headers=alice.headers).status_code == 200
 
 

@@ -1,0 +1,86 @@
+"""Who is reading an HTML page: a bearer token (as the API), or the sign-in cookie that ``/signin`` sets.
+
+The cookie holds no token. It names the API token the participant signed in with, an expiry, and an HMAC of both
+keyed with that token's stored SHA-256, which only the server's database holds: so it cannot be forged without the
+database (whose reader sees every submission anyway), it is no credential for the API, it survives restarts and
+works across server processes without a secret to configure, and revoking the token ends every session signed in
+with it. Signing out deletes the cookie; a copy of it kept elsewhere lasts until its expiry (``SESSION_SECONDS``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import time
+from typing import Annotated
+
+from fastapi import Depends, Request, Response
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from layersched.server import storage
+from layersched.server.deps import OptionalUser, SessionDep
+from layersched.server.models import ApiToken, User
+
+COOKIE = "layersched_session"
+SESSION_SECONDS = 12 * 3600  # a working day; the token itself lasts until it is revoked
+_VERSION = "s1"
+
+
+def _mac(token: ApiToken, expires: int) -> str:
+    message = f"layersched page session|{_VERSION}|{token.id}|{token.user_id}|{expires}".encode()
+    return hmac.new(token.token_sha256.encode(), message, hashlib.sha256).hexdigest()
+
+
+def sign_in(*, session: Session, plain_token: str, now: float | None = None) -> tuple[User, str] | None:
+    """The user of ``plain_token`` and the cookie value of a new session; None for an unknown or revoked token."""
+    user = storage.authenticate(session=session, token=plain_token)
+    if user is None:
+        return None
+    lookup = plain_token.split("_", 2)[1]  # authenticate checked the shape
+    token = session.scalars(select(ApiToken).where(ApiToken.lookup == lookup)).one()
+    expires = int(now if now is not None else time.time()) + SESSION_SECONDS
+    return user, f"{_VERSION}.{token.id}.{expires}.{_mac(token, expires)}"
+
+
+def session_user(*, session: Session, cookie: str, now: float | None = None) -> User | None:
+    """The signed-in user of a cookie value; None when it is malformed, forged, expired or its token revoked."""
+    parts = cookie.split(".")
+    if len(parts) != 4 or parts[0] != _VERSION or not (parts[1].isdigit() and parts[2].isdigit()):
+        return None
+    token_id, expires = int(parts[1]), int(parts[2])
+    if expires < (now if now is not None else time.time()) or token_id > 2**31 - 1:
+        return None
+    token = session.get(ApiToken, token_id)
+    if token is None or token.revoked_at is not None:
+        return None
+    return token.user if hmac.compare_digest(parts[3], _mac(token, expires)) else None
+
+
+def set_session_cookie(response: Response, request: Request, value: str) -> None:
+    # Strict: no other site can make the browser send it (no CSRF on the pages' forms); Secure wherever the page came
+    # over https (behind a proxy, uvicorn's --proxy-headers gives the request its https scheme).
+    response.set_cookie(
+        COOKIE,
+        value,
+        max_age=SESSION_SECONDS,
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+
+
+def clear_session_cookie(response: Response, request: Request) -> None:
+    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict", secure=request.url.scheme == "https")
+
+
+def get_page_viewer(request: Request, session: SessionDep, bearer: OptionalUser) -> User | None:
+    """A bearer token wins (scripts, tests); then the cookie. A stale cookie reads as nobody signed in."""
+    if bearer is not None:
+        return bearer
+    cookie = request.cookies.get(COOKIE)
+    return session_user(session=session, cookie=cookie) if cookie else None
+
+
+PageViewer = Annotated[User | None, Depends(get_page_viewer)]

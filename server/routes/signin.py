@@ -1,0 +1,79 @@
+"""Signing in to the pages with an API token (``/signin``) and out again (``/signout``); see ``page_auth``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from layersched.server.deps import SessionDep
+from layersched.server.routes import page_auth
+from layersched.server.routes.page_auth import PageViewer
+from layersched.server.routes.page_render import message, render
+
+router = APIRouter(include_in_schema=False)
+DEFAULT_NEXT = "/submissions"
+
+
+def safe_next(target: str | None) -> str:
+    """Where to go after signing in: a path on this site only (``//host`` or ``https://...`` would send the
+    participant, just signed in, to a page of someone else's making)."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return DEFAULT_NEXT
+    return target
+
+
+def signin_page(
+    request: Request, *, next_url: str, note: str | None = None, error: str | None = None, status_code: int = 200
+) -> HTMLResponse:
+    context = {"next_url": safe_next(next_url), "note": note, "error": error}
+    return render(request, "signin.html", context, viewer=None, status_code=status_code)
+
+
+def _cross_site(request: Request) -> bool:
+    # SameSite=Strict keeps the cookie off other sites' requests; this also stops them signing a browser in or out.
+    origin = request.headers.get("origin")
+    return origin is not None and origin != f"{request.url.scheme}://{request.url.netloc}"
+
+
+@router.get("/signin", response_class=HTMLResponse)
+def show_signin(request: Request, viewer: PageViewer, next: Annotated[str | None, Query()] = None) -> Response:
+    if viewer is not None:
+        return RedirectResponse(safe_next(next), status_code=303)
+    return signin_page(request, next_url=next or DEFAULT_NEXT)
+
+
+@router.post("/signin", response_class=HTMLResponse)
+def signin(
+    request: Request,
+    session: SessionDep,
+    token: Annotated[str, Form(max_length=200)] = "",
+    next: Annotated[str, Form(max_length=2000)] = DEFAULT_NEXT,
+) -> Response:
+    if _cross_site(request):
+        return message(request, "Forbidden", "sign-in from another site is refused", viewer=None, status_code=403)
+    token = token.strip()
+    signed = page_auth.sign_in(session=session, plain_token=token) if token else None
+    if signed is None:
+        # The token itself is not repeated back: the page may be on a shared screen.
+        if not token:
+            error = "no token was given: paste the token an organiser gave you (it starts with 'lst_')"
+        elif not token.startswith("lst_"):
+            error = f"that is not a layersched token ({len(token)} characters, not starting with 'lst_')"
+        else:
+            error = f"that token ({len(token)} characters) is unknown or revoked: ask an organiser for a new one"
+        return signin_page(request, next_url=next, error=error, status_code=401)
+    _user, cookie = signed
+    response = RedirectResponse(safe_next(next), status_code=303)
+    page_auth.set_session_cookie(response, request, cookie)
+    return response
+
+
+@router.post("/signout")
+def signout(request: Request) -> Response:
+    if _cross_site(request):
+        return message(request, "Forbidden", "sign-out from another site is refused", viewer=None, status_code=403)
+    response = RedirectResponse("/", status_code=303)
+    page_auth.clear_session_cookie(response, request)
+    return response

@@ -1,0 +1,228 @@
+"""Signing in to the pages with a token, and what a signed-in reader sees: every own submission with its per-episode
+log (a hidden episode as the API's logs show it), others' unranked ones refused without saying whether they exist."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+import pytest
+from sqlalchemy.orm import Session
+from starlette.testclient import TestClient
+
+from layersched.server import storage, visibility
+from layersched.server.app import create_app
+from layersched.server.routes import page_auth
+
+from .conftest import Account, run_evaluation, submit
+
+SECRET = "SECRET_WORKLOAD_4242"  # what a policy wrote about a hidden episode: organisers only
+
+
+def sign_in(client: Any, account: Account, next_url: str = "/submissions") -> Any:
+    return client.post("/signin", data={"token": account.token, "next": next_url}, follow_redirects=False)
+
+
+def fail_on_hidden_episode(db: Session, evaluation_id: int) -> None:
+    """The worker's record of an evaluation whose hidden episode crashed at step 7 quoting its workload, after a
+    public one that passed and printed (``run_evaluation``'s two episodes, rewritten so)."""
+    run_evaluation(db, evaluation_id, fail=("crash", "hub-20/e1: " + visibility.hidden_episode_message("crash", 7)))
+    episodes: list[dict[str, Any]] = [
+        {"scenario": "lab-5", "episode_id": "e0", "hidden": False, "status": "ok", "stdout": "public <b>output</b>"},
+        {"scenario": "hub-20", "episode_id": "e1", "hidden": True, "status": "crash", "step": 7,
+         "message": f"ValueError: task size {SECRET}", "stdout": f"printed {SECRET}"},
+    ]  # fmt: skip
+    for episode in episodes:
+        storage.record_episode_result(session=db, evaluation_id=evaluation_id, split="public", **episode)
+
+
+def episode_rows(page: str) -> list[list[str]]:
+    """The episode log table's cells as text (tags dropped, entities decoded), row by row."""
+    start = page.index('<table id="episodes">')
+    table = page[start : page.index("</table>", start)]
+    rows = re.findall(r"<tr class=\"(?:hidden|public)\">(.*?)</tr>", table, flags=re.S)
+    return [
+        [
+            html.unescape(" ".join(re.sub(r"<[^>]+>", " ", c).split()))
+            for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)
+        ]
+        for r in rows
+    ]
+
+
+def test_the_owner_signs_in_and_sees_every_own_submission(client: Any, alice: Account, db: Session) -> None:
+    queued = submit(client, alice, name="still queued").json()
+    failed = submit(client, alice, name="it failed").json()
+    fail_on_hidden_episode(db, failed["evaluations"][0]["id"])
+    response = sign_in(client, alice, next_url=f"/submissions/{queued['id']}")
+    assert response.status_code == 303 and response.headers["location"] == f"/submissions/{queued['id']}"
+    page = client.get(f"/submissions/{queued['id']}")
+    assert page.status_code == 200 and 'id="state">queued<' in page.text and "Signed in as <strong>alice" in page.text
+    assert page.headers["cache-control"] == "private, no-store"
+    page = client.get(f"/submissions/{failed['id']}")
+    assert page.status_code == 200 and '<span class="badge">crash</span>' in page.text
+    listing = client.get("/submissions")
+    assert listing.status_code == 200 and "2 in all." in listing.text
+    assert f'href="/submissions/{queued["id"]}">still queued</a>' in listing.text
+    assert f'href="/submissions/{failed["id"]}">it failed</a>' in listing.text
+
+
+def test_the_episode_log_shows_a_hidden_episode_as_the_api_does(
+    client: Any, alice: Account, organiser: Account, db: Session
+) -> None:
+    failed = submit(client, alice).json()
+    fail_on_hidden_episode(db, failed["evaluations"][0]["id"])
+    sign_in(client, alice)
+    page = client.get(f"/submissions/{failed['id']}").text
+    assert SECRET not in page
+    api = client.get(f"/api/v1/submissions/{failed['id']}/logs", headers=alice.headers).json()["data"]
+    expected = [
+        [
+            e["scenario"],
+            e["episode"] + (" hidden" if e["hidden"] else ""),
+            e["status"],
+            str(e["step"] or ""),
+            " ".join(" ".join(filter(None, [e["message"], e["stdout"] and f"stdout {e['stdout']}"])).split()),
+        ]
+        for e in api
+    ]
+    assert episode_rows(page) == expected
+    assert ["hub-20", "e1 hidden", "crash", "7", visibility.hidden_episode_message("crash", 7)] in expected
+    assert "public &lt;b&gt;output&lt;/b&gt;" in page  # a public episode's output, escaped
+    organiser_page = client.get(f"/submissions/{failed['id']}", headers=organiser.headers).text
+    assert f"ValueError: task size {SECRET}" in organiser_page
+
+
+def test_the_sign_in_cookie(settings: Any, enqueued: Any, alice: Account) -> None:
+    for base, secure in (("http://testserver", False), ("https://testserver", True)):
+        with TestClient(create_app(settings, enqueuer=enqueued), base_url=base) as c:
+            response = sign_in(c, alice)
+            assert response.status_code == 303
+            cookie = response.headers["set-cookie"]
+            attributes = {a.strip().split("=")[0].lower() for a in cookie.split(";")[1:]}
+            assert {"httponly", "path", "max-age"} <= attributes and "samesite=strict" in cookie.lower()
+            assert ("secure" in attributes) is secure, cookie
+            value = cookie.split(";")[0].split("=", 1)[1]
+            assert alice.token not in value and alice.token.split("_")[2] not in value
+            token = alice.user.tokens[0]
+            assert token.token_sha256 not in value
+
+
+def test_sign_out(client: Any, alice: Account) -> None:
+    queued = submit(client, alice).json()
+    sign_in(client, alice)
+    assert client.get(f"/submissions/{queued['id']}").status_code == 200
+    response = client.post("/signout", follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"] == "/"
+    assert 'layersched_session=""' in response.headers["set-cookie"] and "Max-Age=0" in response.headers["set-cookie"]
+    after = client.get(f"/submissions/{queued['id']}")
+    assert after.status_code == 401 and 'action="/signin"' in after.text
+
+
+@pytest.mark.parametrize(
+    ("token", "message"),
+    [
+        ("", "no token was given: paste the token an organiser gave you (it starts with &#39;lst_&#39;)"),
+        ("hunter2", "that is not a layersched token (7 characters, not starting with &#39;lst_&#39;)"),
+        ("lst_0123456789abcdef_" + "x" * 43, "that token (64 characters) is unknown or revoked: ask an organiser"),
+    ],
+    ids=["empty", "not-a-token", "unknown"],
+)
+def test_a_wrong_token_is_a_clear_error(client: Any, alice: Account, token: str, message: str) -> None:
+    response = client.post("/signin", data={"token": token, "next": "/submissions"}, follow_redirects=False)
+    assert response.status_code == 401 and message in response.text
+    assert "set-cookie" not in response.headers
+    if token:
+        assert token not in response.text  # never repeated back
+
+
+def test_a_revoked_token_ends_its_sessions(client: Any, alice: Account, organiser: Account, db: Session) -> None:
+    queued = submit(client, alice).json()
+    sign_in(client, alice)
+    assert client.get(f"/submissions/{queued['id']}").status_code == 200
+    storage.revoke_token(session=db, token_id=alice.user.tokens[0].id)
+    assert client.get(f"/submissions/{queued['id']}").status_code == 401
+    response = sign_in(client, alice)
+    assert response.status_code == 401 and "unknown or revoked" in response.text
+
+
+def test_a_forged_or_expired_cookie_signs_nobody_in(alice: Account, db: Session) -> None:
+    signed = page_auth.sign_in(session=db, plain_token=alice.token, now=1_000_000)
+    assert signed is not None
+    user, cookie = signed
+    assert user.id == alice.user.id
+    assert page_auth.session_user(session=db, cookie=cookie, now=1_000_000 + 60).id == alice.user.id
+    expires_at = 1_000_000 + page_auth.SESSION_SECONDS
+    assert page_auth.session_user(session=db, cookie=cookie, now=expires_at + 1) is None
+    version, token_id, expires, mac = cookie.split(".")
+    forged = [
+        f"{version}.{token_id}.{int(expires) + 10**6}.{mac}",  # a later expiry
+        f"{version}.{int(token_id) + 1}.{expires}.{mac}",  # another token
+        f"{version}.{token_id}.{expires}.{'0' * len(mac)}",
+        f"s0.{token_id}.{expires}.{mac}",
+        f"{version}.{token_id}.{expires}",
+        f"{version}.99999999999.{expires}.{mac}",
+        "",
+    ]
+    for value in forged:
+        assert page_auth.session_user(session=db, cookie=value, now=1_000_000) is None, value
+
+
+def masked(page: str, submission_id: int) -> str:
+    return page.replace(f"ubmission {submission_id}", "ubmission N").replace(f"/submissions/{submission_id}", "/N")
+
+
+def test_no_page_tells_whether_an_unshown_submission_exists(
+    client: Any, alice: Account, bob: Account, organiser: Account, db: Session
+) -> None:
+    mine = submit(client, alice).json()["id"]
+    missing = mine + 1000
+    anonymous = {i: client.get(f"/submissions/{i}") for i in (mine, missing)}
+    for i, response in anonymous.items():
+        assert response.status_code == 401 and "does not exist" not in response.text
+        assert f'name="next" value="/submissions/{i}"' in response.text
+    assert masked(anonymous[mine].text, mine) == masked(anonymous[missing].text, missing)
+    others = {i: client.get(f"/submissions/{i}", headers=bob.headers) for i in (mine, missing)}
+    for i, response in others.items():
+        assert response.status_code == 403
+        assert f"submission {i} is not one of yours (signed in as bob)" in response.text
+    assert masked(others[mine].text, mine) == masked(others[missing].text, missing)
+    assert client.get(f"/submissions/{mine}", headers=organiser.headers).status_code == 200
+    gone = client.get(f"/submissions/{missing}", headers=organiser.headers)
+    assert gone.status_code == 404 and f"submission {missing} does not exist" in gone.text
+
+
+def test_the_organiser_signed_in_sees_everyones_submissions(client: Any, alice: Account, organiser: Account) -> None:
+    first = submit(client, alice, name="alice's").json()
+    sign_in(client, organiser)
+    listing = client.get("/submissions")
+    assert "All submissions" in listing.text and "<td>alice</td>" in listing.text
+    assert client.get(f"/submissions/{first['id']}").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "next_url", ["//evil.example/x", "https://evil.example/", "/\\evil.example", ""], ids=["//", "https", "\\", "empty"]
+)
+def test_sign_in_goes_nowhere_off_site(client: Any, alice: Account, next_url: str) -> None:
+    response = sign_in(client, alice, next_url=next_url)
+    assert response.status_code == 303 and response.headers["location"] == "/submissions"
+
+
+def test_another_site_cannot_sign_a_browser_in_or_out(client: Any, alice: Account) -> None:
+    headers = {"Origin": "https://evil.example"}
+    response = client.post("/signin", data={"token": alice.token}, headers=headers, follow_redirects=False)
+    assert response.status_code == 403 and "set-cookie" not in response.headers
+    sign_in(client, alice)
+    response = client.post("/signout", headers=headers, follow_redirects=False)
+    assert response.status_code == 403 and "set-cookie" not in response.headers
+    same = client.post("/signout", headers={"Origin": "http://testserver"}, follow_redirects=False)
+    assert same.status_code == 303
+
+
+def test_pages_run_no_script(client: Any, alice: Account) -> None:
+    for path in ("/", "/signin", "/submissions"):
+        response = client.get(path)
+        directives = dict(d.strip().split(" ", 1) for d in response.headers["content-security-policy"].split(";"))
+        assert directives["default-src"] == "'none'" and "script-src" not in directives, path
+        assert "<script" not in response.text
