@@ -31,10 +31,16 @@ def signin_page(
     return render(request, "signin.html", context, viewer=None, status_code=status_code)
 
 
-def _cross_site(request: Request) -> bool:
-    # SameSite=Strict keeps the cookie off other sites' requests; this also stops them signing a browser in or out.
+def _cross_site(request: Request, action: str) -> HTMLResponse | None:
+    """The refusal of a form posted from another site; None for this one's. SameSite=Strict keeps the cookie off
+    other sites' requests; this also stops them signing a browser in or out. Behind a proxy, the proxy must pass the
+    Host header on (or this site reads as another): the message names both, for whoever sets it up."""
     origin = request.headers.get("origin")
-    return origin is not None and origin != f"{request.url.scheme}://{request.url.netloc}"
+    ours = f"{request.url.scheme}://{request.url.netloc}"
+    if origin is None or origin == ours:
+        return None
+    text = f"{action} from {origin!r} is refused: this site is {ours!r}"
+    return message(request, "Forbidden", text, viewer=None, status_code=403)
 
 
 @router.get("/signin", response_class=HTMLResponse)
@@ -51,8 +57,8 @@ def signin(
     token: Annotated[str, Form(max_length=200)] = "",
     next: Annotated[str, Form(max_length=2000)] = DEFAULT_NEXT,
 ) -> Response:
-    if _cross_site(request):
-        return message(request, "Forbidden", "sign-in from another site is refused", viewer=None, status_code=403)
+    if refused := _cross_site(request, "sign-in"):
+        return refused
     token = token.strip()
     signed = page_auth.sign_in(session=session, plain_token=token) if token else None
     if signed is None:
@@ -72,8 +78,8 @@ def signin(
 
 @router.post("/signout")
 def signout(request: Request) -> Response:
-    if _cross_site(request):
-        return message(request, "Forbidden", "sign-out from another site is refused", viewer=None, status_code=403)
+    if refused := _cross_site(request, "sign-out"):
+        return refused
     response = RedirectResponse("/", status_code=303)
     page_auth.clear_session_cookie(response, request)
     return response

@@ -213,6 +213,9 @@ def test_another_site_cannot_sign_a_browser_in_or_out(client: Any, alice: Accoun
     headers = {"Origin": "https://evil.example"}
     response = client.post("/signin", data={"token": alice.token}, headers=headers, follow_redirects=False)
     assert response.status_code == 403 and "set-cookie" not in response.headers
+    assert "sign-in from &#39;https://evil.example&#39; is refused: this site is &#39;http://testserver&#39;" in (
+        response.text
+    )
     sign_in(client, alice)
     response = client.post("/signout", headers=headers, follow_redirects=False)
     assert response.status_code == 403 and "set-cookie" not in response.headers
