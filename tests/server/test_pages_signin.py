@@ -229,3 +229,23 @@ def test_pages_run_no_script(client: Any, alice: Account) -> None:
         directives = dict(d.strip().split(" ", 1) for d in response.headers["content-security-policy"].split(";"))
         assert directives["default-src"] == "'none'" and "script-src" not in directives, path
         assert "<script" not in response.text
+
+
+def test_a_running_evaluation_shows_no_hidden_episode_yet(client: Any, alice: Account, db: Session) -> None:
+    running = submit(client, alice).json()
+    evaluation_id = running["evaluations"][0]["id"]
+    storage.start_evaluation(
+        session=db, evaluation_id=evaluation_id, worker_id="w1", total=2, sim_version="1.0.0", image_digest=None,
+        sandbox="process",
+    )  # fmt: skip
+    for scenario, hidden in (("hub-20", True), ("lab-5", False)):
+        storage.record_episode_result(
+            session=db, evaluation_id=evaluation_id, scenario=scenario, episode_id="e0", split="public",
+            hidden=hidden, status="ok",
+        )  # fmt: skip
+    sign_in(client, alice)
+    page = client.get(f"/submissions/{running['id']}").text
+    # When each hidden row appeared would tell how long the policy took on it: like the API, none until the end.
+    assert [row[0] for row in episode_rows(page)] == ["lab-5"]
+    api = client.get(f"/api/v1/submissions/{running['id']}/logs", headers=alice.headers).json()["data"]
+    assert [e["scenario"] for e in api] == ["lab-5"]
