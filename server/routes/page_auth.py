@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import time
 from typing import Annotated
 
@@ -25,6 +26,10 @@ from layersched.server.models import ApiToken, User
 COOKIE = "layersched_session"
 SESSION_SECONDS = 12 * 3600  # a working day; the token itself lasts until it is revoked
 _VERSION = "s1"
+# The whole cookie, strictly: a header is read as latin-1, so str.isdigit() would take '²' (which int() refuses), a
+# long run of digits passes int()'s limit, and hmac.compare_digest raises on a non-ASCII string. Anything else is
+# nobody signed in, never a 500.
+_COOKIE_SHAPE = re.compile(rf"{_VERSION}\.([1-9][0-9]{{0,9}})\.([1-9][0-9]{{0,9}})\.([0-9a-f]{{64}})")
 
 
 def _mac(token: ApiToken, expires: int) -> str:
@@ -45,16 +50,16 @@ def sign_in(*, session: Session, plain_token: str, now: float | None = None) -> 
 
 def session_user(*, session: Session, cookie: str, now: float | None = None) -> User | None:
     """The signed-in user of a cookie value; None when it is malformed, forged, expired or its token revoked."""
-    parts = cookie.split(".")
-    if len(parts) != 4 or parts[0] != _VERSION or not (parts[1].isdigit() and parts[2].isdigit()):
+    shape = _COOKIE_SHAPE.fullmatch(cookie)
+    if shape is None:
         return None
-    token_id, expires = int(parts[1]), int(parts[2])
+    token_id, expires, mac = int(shape[1]), int(shape[2]), shape[3]
     if expires < (now if now is not None else time.time()) or token_id > 2**31 - 1:
         return None
     token = session.get(ApiToken, token_id)
     if token is None or token.revoked_at is not None:
         return None
-    return token.user if hmac.compare_digest(parts[3], _mac(token, expires)) else None
+    return token.user if hmac.compare_digest(mac, _mac(token, expires)) else None
 
 
 def set_session_cookie(response: Response, request: Request, value: str) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy.orm import Session
 from starlette.testclient import TestClient
@@ -16,6 +18,7 @@ from layersched.server.app import create_app
 from layersched.server.routes import page_auth
 
 from .conftest import Account, run_evaluation, submit
+from .test_browser import uvicorn_server
 
 SECRET = "SECRET_WORKLOAD_4242"  # what a policy wrote about a hidden episode: organisers only
 
@@ -249,3 +252,22 @@ def test_a_running_evaluation_shows_no_hidden_episode_yet(client: Any, alice: Ac
     assert [row[0] for row in episode_rows(page)] == ["lab-5"]
     api = client.get(f"/api/v1/submissions/{running['id']}/logs", headers=alice.headers).json()["data"]
     assert [e["scenario"] for e in api] == ["lab-5"]
+
+
+MALFORMED_COOKIES = {
+    "superscript id": b"s1.\xb2.9999999999.00",  # headers are latin-1: '\xb2' is '²', which str.isdigit() accepts
+    "superscript expiry": b"s1.1.\xb9\xb2\xb3.00",
+    "non-ASCII MAC": b"s1.1.9999999999.\xe9",  # hmac.compare_digest takes ASCII strings only
+    "5000-digit id": b"s1." + b"9" * 5000 + b".9999999999.00",  # past int()'s digit limit
+    "leading zero": b"s1.01.9999999999." + b"0" * 64,
+    "upper-case MAC": b"s1.1.9999999999." + b"A" * 64,
+}
+
+
+def test_a_malformed_cookie_reads_as_nobody_signed_in(database_url: str, alice: Account, tmp_path: Path) -> None:
+    # A real uvicorn: the test client re-encodes header bytes as UTF-8, so '\xb2' would not arrive as sent.
+    with uvicorn_server(database_url, tmp_path) as base:
+        for name, raw in MALFORMED_COOKIES.items():
+            for path, status in (("/", 200), ("/signin", 200), ("/submissions", 401)):
+                response = httpx.get(base + path, headers={"Cookie": b"layersched_session=" + raw})
+                assert response.status_code == status, (name, path, response.text[:80])
