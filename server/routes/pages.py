@@ -108,10 +108,18 @@ def submission_page(request: Request, session: SessionDep, viewer: PageViewer, s
     public = presenters.submission_public(submission, viewer=viewer, view=view)
     row = next((r for r in view.board.rows if r.submission_id == submission_id), None)
     if not full and row is not None:
-        # A ranked entry is public already: show what the leaderboard shows (its score there, the frozen one while
-        # frozen), nothing more. Errors (a failed rerun's, say) and evaluations are for the owner and organisers.
+        # A ranked entry is public already: show what its leaderboard row carries (its score there, the frozen one
+        # while frozen), nothing more. A disqualification's reason, the state and progress of a later evaluation (an
+        # organiser's rerun), errors and evaluations are for the owner and organisers (the template shows none).
         score = Score(overall=row.score, ci_low=row.ci_low, ci_high=row.ci_high, per_scenario=row.per_scenario)
-        public = public.model_copy(update={"score": score, "score_revealed": None, "error": None, "evaluations": []})
+        hide: dict[str, object] = {
+            "disqualified": None,
+            "error": None,
+            "evaluations": [],
+            "description": "",
+            "score_revealed": None,
+        }
+        public = public.model_copy(update={**hide, "score": score, "created_at": row.submitted_at})
     reader = visibility.audience(viewer, submission)
     return render(
         request,

@@ -107,3 +107,28 @@ def test_api_docs_load_everything_from_this_host(client: Any, path: str) -> None
     for url in urls:
         asset = client.get(url)
         assert asset.status_code == 200 and asset.content, url
+
+
+def test_a_ranked_entry_shows_others_only_what_its_leaderboard_row_carries(
+    client: Any, alice: Account, bob: Account, organiser: Account, db: Session
+) -> None:
+    ranked = submit(client, alice, name="ranked").json()
+    run_evaluation(db, ranked["evaluations"][0]["id"], public=0.9)
+    admin = "/api/v1/admin"
+    assert client.post(f"{admin}/leaderboard/freeze", json={"frozen": True}, headers=organiser.headers).is_success
+    reason = "plagiarism: copied from carol's repo"
+    disqualify = f"{admin}/submissions/{ranked['id']}/disqualify"
+    assert client.post(disqualify, json={"reason": reason}, headers=organiser.headers).is_success
+    rerun = client.post(f"{admin}/submissions/{ranked['id']}/rerun", headers=organiser.headers).json()
+    storage.start_evaluation(
+        session=db, evaluation_id=rerun["id"], worker_id="w2", total=3, sim_version="1.0.0", image_digest=None,
+        sandbox="process",
+    )  # fmt: skip
+    for reader in ({}, bob.headers):
+        page = client.get(f"/submissions/{ranked['id']}", headers=reader)
+        assert page.status_code == 200 and "rank <strong>1</strong>" in page.text  # the frozen board's snapshot
+        assert "<p>0.9000 [0.8800, 0.9200]</p>" in page.text
+        assert "carol" not in page.text and "Disqualified" not in page.text
+        assert "running" not in page.text and "/3 episodes" not in page.text and 'id="state"' not in page.text
+    owner = client.get(f"/submissions/{ranked['id']}", headers=alice.headers).text
+    assert "Disqualified: plagiarism: copied from carol&#39;s repo" in owner and 'id="state">running<' in owner
