@@ -14,6 +14,7 @@ from layersched.server.routes.page_render import message, render
 
 router = APIRouter(include_in_schema=False)
 DEFAULT_NEXT = "/submissions"
+TOKEN_MAX = 200  # far above a real token's length; checked here, since a form field's max_length would quote it
 
 
 def safe_next(target: str | None) -> str:
@@ -54,12 +55,15 @@ def show_signin(request: Request, viewer: PageViewer, next: Annotated[str | None
 def signin(
     request: Request,
     session: SessionDep,
-    token: Annotated[str, Form(max_length=200)] = "",
+    token: Annotated[str, Form()] = "",
     next: Annotated[str, Form(max_length=2000)] = DEFAULT_NEXT,
 ) -> Response:
     if refused := _cross_site(request, "sign-in"):
         return refused
     token = token.strip()
+    if len(token) > TOKEN_MAX:
+        error = f"that is not a layersched token ({len(token)} characters; a token has at most {TOKEN_MAX})"
+        return signin_page(request, next_url=next, error=error, status_code=422)
     signed = page_auth.sign_in(session=session, plain_token=token) if token else None
     if signed is None:
         # The token itself is not repeated back: the page may be on a shared screen.

@@ -271,3 +271,11 @@ def test_a_malformed_cookie_reads_as_nobody_signed_in(database_url: str, alice: 
             for path, status in (("/", 200), ("/signin", 200), ("/submissions", 401)):
                 response = httpx.get(base + path, headers={"Cookie": b"layersched_session=" + raw})
                 assert response.status_code == status, (name, path, response.text[:80])
+
+
+def test_a_too_long_token_is_not_repeated_back(client: Any) -> None:
+    token = "lst_" + "a" * 197
+    response = client.post("/signin", data={"token": token, "next": "/submissions"}, follow_redirects=False)
+    assert response.status_code == 422 and response.headers["content-type"].startswith("text/html")
+    assert "that is not a layersched token (201 characters; a token has at most 200)" in response.text
+    assert "a" * 20 not in response.text and "set-cookie" not in response.headers
