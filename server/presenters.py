@@ -134,10 +134,11 @@ def submission_public(
 
 def episode_log(episode: EpisodeResult, reader: Audience) -> EpisodeLog:
     """Hidden episodes keep no output; to their owner they show status and step only (the message may quote what
-    the policy wrote about the hidden workload: its traceback, the value it returned)."""
+    the policy wrote about the hidden workload: its traceback, the value it returned), whatever the status: the
+    worker stores no message for one that ended ``ok`` today, but nothing here relies on that."""
     message = episode.message
-    if episode.hidden and reader != "organiser" and episode.status != "ok":
-        message = hidden_episode_message(episode.status, episode.step)
+    if episode.hidden and reader != "organiser":
+        message = "" if episode.status == "ok" else hidden_episode_message(episode.status, episode.step)
     return EpisodeLog(
         scenario=episode.scenario,
         episode=episode.episode_id,

@@ -279,3 +279,19 @@ def test_a_too_long_token_is_not_repeated_back(client: Any) -> None:
     assert response.status_code == 422 and response.headers["content-type"].startswith("text/html")
     assert "that is not a layersched token (201 characters; a token has at most 200)" in response.text
     assert "a" * 20 not in response.text and "set-cookie" not in response.headers
+
+
+def test_an_ok_hidden_episode_shows_no_message(client: Any, alice: Account, organiser: Account, db: Session) -> None:
+    finished = submit(client, alice).json()
+    evaluation_id = finished["evaluations"][0]["id"]
+    run_evaluation(db, evaluation_id)
+    storage.record_episode_result(
+        session=db, evaluation_id=evaluation_id, scenario="hub-20", episode_id="e9", split="public", hidden=True,
+        status="ok", step=40, message=f"warning: task size {SECRET}", stdout=f"printed {SECRET}",
+    )  # fmt: skip
+    logs = f"/api/v1/submissions/{finished['id']}/logs"
+    api = client.get(logs, headers=alice.headers).json()["data"]
+    hidden = [e for e in api if e["hidden"]]
+    assert hidden and all(e["message"] == "" and e["stdout"] is None and e["stderr"] is None for e in hidden), hidden
+    assert SECRET not in client.get(f"/submissions/{finished['id']}", headers=alice.headers).text
+    assert SECRET in client.get(logs, headers=organiser.headers).text
