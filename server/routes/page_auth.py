@@ -20,6 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from layersched.server import storage
+from layersched.server.config import Settings
 from layersched.server.deps import OptionalUser, SessionDep
 from layersched.server.models import ApiToken, User
 
@@ -62,9 +63,15 @@ def session_user(*, session: Session, cookie: str, now: float | None = None) -> 
     return token.user if hmac.compare_digest(mac, _mac(token, expires)) else None
 
 
-def set_session_cookie(response: Response, request: Request, value: str) -> None:
-    # Strict: no other site can make the browser send it (no CSRF on the pages' forms); Secure wherever the page came
-    # over https (behind a proxy, uvicorn's --proxy-headers gives the request its https scheme).
+def site_origin(request: Request, settings: Settings) -> str:
+    """This site's address as a browser's Origin header gives it: ``LAYERSCHED_PUBLIC_URL`` when set (behind a TLS
+    proxy whose forwarded scheme uvicorn does not trust, the request itself reads as plain http), else the request's."""
+    return settings.public_url or f"{request.url.scheme}://{request.url.netloc}"
+
+
+def set_session_cookie(response: Response, request: Request, settings: Settings, value: str) -> None:
+    # Strict: no other site can make the browser send it (no CSRF on the pages' forms); Secure wherever the site is
+    # served over https.
     response.set_cookie(
         COOKIE,
         value,
@@ -72,12 +79,13 @@ def set_session_cookie(response: Response, request: Request, value: str) -> None
         path="/",
         httponly=True,
         samesite="strict",
-        secure=request.url.scheme == "https",
+        secure=site_origin(request, settings).startswith("https:"),
     )
 
 
-def clear_session_cookie(response: Response, request: Request) -> None:
-    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict", secure=request.url.scheme == "https")
+def clear_session_cookie(response: Response, request: Request, settings: Settings) -> None:
+    secure = site_origin(request, settings).startswith("https:")
+    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict", secure=secure)
 
 
 def get_page_viewer(request: Request, session: SessionDep, bearer: OptionalUser) -> User | None:

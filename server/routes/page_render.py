@@ -34,6 +34,7 @@ def render(
 ) -> HTMLResponse:
     response = templates.TemplateResponse(request, template, {**context, "viewer": viewer}, status_code=status_code)
     response.headers["Content-Security-Policy"] = csp
+    response.headers["X-Content-Type-Options"] = "nosniff"
     if viewer is not None:  # a signed-in page shows what is the reader's alone: no shared cache may keep it
         response.headers["Cache-Control"] = "private, no-store"
     return response

@@ -7,7 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from layersched.server.deps import SessionDep
+from layersched.server.config import Settings
+from layersched.server.deps import SessionDep, SettingsDep
 from layersched.server.routes import page_auth
 from layersched.server.routes.page_auth import PageViewer
 from layersched.server.routes.page_render import message, render
@@ -32,12 +33,12 @@ def signin_page(
     return render(request, "signin.html", context, viewer=None, status_code=status_code)
 
 
-def _cross_site(request: Request, action: str) -> HTMLResponse | None:
+def _cross_site(request: Request, settings: Settings, action: str) -> HTMLResponse | None:
     """The refusal of a form posted from another site; None for this one's. SameSite=Strict keeps the cookie off
-    other sites' requests; this also stops them signing a browser in or out. Behind a proxy, the proxy must pass the
-    Host header on (or this site reads as another): the message names both, for whoever sets it up."""
+    other sites' requests; this also stops them signing a browser in or out. Behind a proxy, set
+    ``LAYERSCHED_PUBLIC_URL`` (or this site reads as another): the message names both, for whoever sets it up."""
     origin = request.headers.get("origin")
-    ours = f"{request.url.scheme}://{request.url.netloc}"
+    ours = page_auth.site_origin(request, settings)
     if origin is None or origin == ours:
         return None
     text = f"{action} from {origin!r} is refused: this site is {ours!r}"
@@ -55,10 +56,11 @@ def show_signin(request: Request, viewer: PageViewer, next: Annotated[str | None
 def signin(
     request: Request,
     session: SessionDep,
+    settings: SettingsDep,
     token: Annotated[str, Form()] = "",
     next: Annotated[str, Form(max_length=2000)] = DEFAULT_NEXT,
 ) -> Response:
-    if refused := _cross_site(request, "sign-in"):
+    if refused := _cross_site(request, settings, "sign-in"):
         return refused
     token = token.strip()
     if len(token) > TOKEN_MAX:
@@ -76,14 +78,14 @@ def signin(
         return signin_page(request, next_url=next, error=error, status_code=401)
     _user, cookie = signed
     response = RedirectResponse(safe_next(next), status_code=303)
-    page_auth.set_session_cookie(response, request, cookie)
+    page_auth.set_session_cookie(response, request, settings, cookie)
     return response
 
 
 @router.post("/signout")
-def signout(request: Request) -> Response:
-    if refused := _cross_site(request, "sign-out"):
+def signout(request: Request, settings: SettingsDep) -> Response:
+    if refused := _cross_site(request, settings, "sign-out"):
         return refused
     response = RedirectResponse("/", status_code=303)
-    page_auth.clear_session_cookie(response, request)
+    page_auth.clear_session_cookie(response, request, settings)
     return response

@@ -295,3 +295,22 @@ def test_an_ok_hidden_episode_shows_no_message(client: Any, alice: Account, orga
     assert hidden and all(e["message"] == "" and e["stdout"] is None and e["stderr"] is None for e in hidden), hidden
     assert SECRET not in client.get(f"/submissions/{finished['id']}", headers=alice.headers).text
     assert SECRET in client.get(logs, headers=organiser.headers).text
+
+
+def test_behind_a_tls_proxy_the_public_url_is_the_site(settings: Any, enqueued: Any, alice: Account) -> None:
+    # What uvicorn passes on from a proxy it does not trust: plain http and the proxy's Host, Origin https.
+    public = settings.model_copy(update={"public_url": "https://layersched.example.org"})
+    with TestClient(create_app(public, enqueuer=enqueued), base_url="http://layersched.example.org") as c:
+        origin = {"Origin": "https://layersched.example.org"}
+        response = c.post("/signin", data={"token": alice.token}, headers=origin, follow_redirects=False)
+        assert response.status_code == 303, response.text[-400:]
+        assert "; secure" in response.headers["set-cookie"].lower()
+        signout = c.post("/signout", headers=origin, follow_redirects=False)
+        assert signout.status_code == 303 and "; secure" in signout.headers["set-cookie"].lower()
+        other = c.post("/signin", data={"token": alice.token}, headers={"Origin": "http://layersched.example.org"})
+        assert other.status_code == 403 and "this site is &#39;https://layersched.example.org&#39;" in other.text
+
+
+def test_pages_say_nosniff(client: Any) -> None:
+    for path in ("/", "/signin", "/submissions", "/submissions/1"):
+        assert client.get(path).headers["x-content-type-options"] == "nosniff", path
