@@ -1,10 +1,12 @@
 """Who is reading an HTML page: a bearer token (as the API), or the sign-in cookie that ``/signin`` sets.
 
 The cookie holds no token. It names the API token the participant signed in with, an expiry, and an HMAC of both
-keyed with that token's stored SHA-256, which only the server's database holds: so it cannot be forged without the
-database (whose reader sees every submission anyway), it is no credential for the API, it survives restarts and
-works across server processes without a secret to configure, and revoking the token ends every session signed in
-with it. Signing out deletes the cookie; a copy of it kept elsewhere lasts until its expiry (``SESSION_SECONDS``).
+and the token's count of sign-outs, keyed with that token's stored SHA-256, which only the server's database holds:
+so it cannot be forged without the database (whose reader sees every submission anyway), it is no credential for
+the API, it survives restarts and works across server processes without a secret to configure, and revoking the
+token ends every session signed in with it. Signing out deletes the cookie and counts a sign-out, which ends every
+session signed in with that token on the server (a copy of the cookie kept elsewhere, other browsers signed in with
+the same token); otherwise a session lasts until its expiry (``SESSION_SECONDS``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ _COOKIE_SHAPE = re.compile(rf"{_VERSION}\.([1-9][0-9]{{0,9}})\.([1-9][0-9]{{0,9}
 
 
 def _mac(token: ApiToken, expires: int) -> str:
-    message = f"layersched page session|{_VERSION}|{token.id}|{token.user_id}|{expires}".encode()
+    generation = token.session_generation
+    message = f"layersched page session|{_VERSION}|{token.id}|{token.user_id}|{generation}|{expires}".encode()
     return hmac.new(token.token_sha256.encode(), message, hashlib.sha256).hexdigest()
 
 
@@ -50,7 +53,14 @@ def sign_in(*, session: Session, plain_token: str, now: float | None = None) -> 
 
 
 def session_user(*, session: Session, cookie: str, now: float | None = None) -> User | None:
-    """The signed-in user of a cookie value; None when it is malformed, forged, expired or its token revoked."""
+    """The signed-in user of a cookie value; None when it is malformed, forged, expired, signed out or its token
+    revoked."""
+    token = session_token(session=session, cookie=cookie, now=now)
+    return token.user if token is not None else None
+
+
+def session_token(*, session: Session, cookie: str, now: float | None = None) -> ApiToken | None:
+    """The token a valid cookie was signed in with (see ``session_user``)."""
     shape = _COOKIE_SHAPE.fullmatch(cookie)
     if shape is None:
         return None
@@ -60,7 +70,7 @@ def session_user(*, session: Session, cookie: str, now: float | None = None) -> 
     token = session.get(ApiToken, token_id)
     if token is None or token.revoked_at is not None:
         return None
-    return token.user if hmac.compare_digest(mac, _mac(token, expires)) else None
+    return token if hmac.compare_digest(mac, _mac(token, expires)) else None
 
 
 def site_origin(request: Request, settings: Settings) -> str:

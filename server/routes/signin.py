@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from layersched.server import storage
 from layersched.server.config import Settings
 from layersched.server.deps import SessionDep, SettingsDep
 from layersched.server.routes import page_auth
@@ -83,9 +84,13 @@ def signin(
 
 
 @router.post("/signout")
-def signout(request: Request, settings: SettingsDep) -> Response:
+def signout(request: Request, session: SessionDep, settings: SettingsDep) -> Response:
     if refused := _cross_site(request, settings, "sign-out"):
         return refused
+    cookie = request.cookies.get(page_auth.COOKIE)
+    token = page_auth.session_token(session=session, cookie=cookie) if cookie else None
+    if token is not None:
+        storage.end_page_sessions(session=session, token_id=token.id)
     response = RedirectResponse("/", status_code=303)
     page_auth.clear_session_cookie(response, request, settings)
     return response

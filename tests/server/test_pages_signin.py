@@ -314,3 +314,14 @@ def test_behind_a_tls_proxy_the_public_url_is_the_site(settings: Any, enqueued: 
 def test_pages_say_nosniff(client: Any) -> None:
     for path in ("/", "/signin", "/submissions", "/submissions/1"):
         assert client.get(path).headers["x-content-type-options"] == "nosniff", path
+
+
+def test_sign_out_ends_the_session_on_the_server(client: Any, alice: Account) -> None:
+    queued = submit(client, alice).json()
+    page = f"/submissions/{queued['id']}"
+    saved = sign_in(client, alice).headers["set-cookie"].split(";")[0]  # a copy kept elsewhere
+    assert client.post("/signout", follow_redirects=False).status_code == 303
+    assert client.get(page, headers={"Cookie": saved}).status_code == 401
+    assert sign_in(client, alice).status_code == 303  # signing in again at once works
+    assert client.get(page).status_code == 200
+    assert client.get(page, headers={"Cookie": saved}).status_code == 401
