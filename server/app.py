@@ -22,7 +22,7 @@ from layersched.server.db import make_engine, make_sessionmaker
 from layersched.server.errors import ServiceError, error_response
 from layersched.server.metrics import ServiceCollector
 from layersched.server.queue import CeleryEnqueuer, Enqueuer
-from layersched.server.routes import admin, evalsets, health, leaderboard, me, pages, submissions
+from layersched.server.routes import admin, api_docs, evalsets, health, leaderboard, me, pages, signin, submissions
 from layersched.server.schemas import ErrorBody
 from layersched.sim.version import SIM_VERSION
 
@@ -68,6 +68,8 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
         summary="Evaluation service of the layer-aware container scheduling challenge",
         version=f"1 (simulator {SIM_VERSION})",
         lifespan=lifespan,
+        docs_url=None,  # api_docs serves both pages without a CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.engine = engine
@@ -93,6 +95,9 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
         app.include_router(module.router, prefix=API_PREFIX, responses=ERROR_RESPONSES)
     app.include_router(health.router)
     app.include_router(pages.router)
+    app.include_router(signin.router)
+    app.include_router(api_docs.router)
+    api_docs.mount_assets(app)
     return app
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import AwareDatetime, Field
+from pydantic import AwareDatetime, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from layersched.sim.evalset import SAMPLE_PATH
@@ -68,6 +69,16 @@ class Settings(BaseSettings):
         ),
     ] = None
 
+    public_url: Annotated[
+        str | None,
+        Field(
+            description="the address browsers use for the site, scheme and host only (e.g. https://layersched.example."
+            "org): the pages' forms accept posts from this origin only and their sign-in cookie is Secure when it is "
+            "https. Set it behind a TLS proxy, whose X-Forwarded-Proto uvicorn trusts only from 127.0.0.1 by default; "
+            "unset: the address each request arrived at",
+        ),
+    ] = None
+
     # The public sample set shipped in the package: the very file `layersched validate` scores on.
     evalset_path: Path = SAMPLE_PATH
 
@@ -118,6 +129,19 @@ class Settings(BaseSettings):
     requeue_after_s: Annotated[
         float, Field(gt=0, description="a queued evaluation this old, with its queue empty, is sent again")
     ] = 120
+
+    @field_validator("public_url")
+    @classmethod
+    def _an_origin(cls, value: str | None) -> str | None:
+        """The origin a browser sends in its Origin header (lower-case, no trailing slash), or a refusal naming it."""
+        if not value:  # compose passes an unset variable on as ""
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc:
+            raise ValueError(f"LAYERSCHED_PUBLIC_URL={value!r} is not an http(s) URL with a host, e.g. https://x.org")
+        if parts.path not in ("", "/") or parts.query or parts.fragment:
+            raise ValueError(f"LAYERSCHED_PUBLIC_URL={value!r} is not an origin: give the scheme and host only")
+        return f"{parts.scheme}://{parts.netloc.lower()}"
 
     @property
     def max_bundle_bytes(self) -> int:

@@ -100,6 +100,9 @@ class ApiToken(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
     last_used_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     revoked_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    # Part of every page session's MAC (routes/page_auth.py): signing out adds one, which ends every session signed
+    # in with this token, a copied cookie's too. A counter, not a time, so signing in again at once is never refused.
+    session_generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     user: Mapped[User] = relationship(back_populates="tokens")
 

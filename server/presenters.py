@@ -134,10 +134,11 @@ def submission_public(
 
 def episode_log(episode: EpisodeResult, reader: Audience) -> EpisodeLog:
     """Hidden episodes keep no output; to their owner they show status and step only (the message may quote what
-    the policy wrote about the hidden workload: its traceback, the value it returned)."""
+    the policy wrote about the hidden workload: its traceback, the value it returned), whatever the status: the
+    worker stores no message for one that ended ``ok`` today, but nothing here relies on that."""
     message = episode.message
-    if episode.hidden and reader != "organiser" and episode.status != "ok":
-        message = hidden_episode_message(episode.status, episode.step)
+    if episode.hidden and reader != "organiser":
+        message = "" if episode.status == "ok" else hidden_episode_message(episode.status, episode.step)
     return EpisodeLog(
         scenario=episode.scenario,
         episode=episode.episode_id,
@@ -148,3 +149,14 @@ def episode_log(episode: EpisodeResult, reader: Audience) -> EpisodeLog:
         stdout=None if episode.hidden else episode.stdout,
         stderr=None if episode.hidden else episode.stderr,
     )
+
+
+def submission_logs(submission: Submission, reader: Audience) -> list[EpisodeLog]:
+    """The per-episode log of ``submission``'s primary evaluation as ``reader`` may read it: the API's logs body and
+    the owner's page show exactly this."""
+    evaluation = storage.primary_evaluation(submission)
+    episodes = evaluation.episodes if evaluation else []
+    running = evaluation is not None and evaluation.state in ("queued", "running")
+    # While it runs, a participant sees no hidden episode's row: when each appeared would tell how long it took.
+    shown = [e for e in episodes if reader == "organiser" or not (running and e.hidden)]
+    return [episode_log(e, reader) for e in shown]

@@ -110,6 +110,15 @@ def revoke_token(
     return token
 
 
+def end_page_sessions(*, session: Session, token_id: int) -> None:
+    """Sign-out: every page session signed in with ``token_id`` ends (see ``ApiToken.session_generation``)."""
+    # One UPDATE, so two sign-outs at once both count.
+    session.execute(
+        update(ApiToken).where(ApiToken.id == token_id).values(session_generation=ApiToken.session_generation + 1)
+    )
+    session.commit()
+
+
 def authenticate(*, session: Session, token: str, now: dt.datetime | None = None) -> User | None:
     """The user owning ``token``, or None for a malformed, unknown or revoked token."""
     parts = token.split("_", 2)

@@ -88,13 +88,7 @@ def read_submission(session: SessionDep, user: CurrentUser, submission_id: RowId
 @router.get("/{submission_id}/logs", response_model=SubmissionLogs)
 def read_logs(session: SessionDep, user: CurrentUser, submission_id: RowId) -> SubmissionLogs:
     submission = storage.get_submission(session=session, submission_id=submission_id, viewer=user)
-    evaluation = storage.primary_evaluation(submission)
-    episodes = evaluation.episodes if evaluation else []
-    reader = visibility.audience(user, submission)
-    running = evaluation is not None and evaluation.state in ("queued", "running")
-    # While it runs, a participant sees no hidden episode's row: when each appeared would tell how long it took.
-    shown = [e for e in episodes if reader == "organiser" or not (running and e.hidden)]
-    return SubmissionLogs(data=[presenters.episode_log(e, reader) for e in shown])
+    return SubmissionLogs(data=presenters.submission_logs(submission, visibility.audience(user, submission)))
 
 
 @router.post("/{submission_id}/select", response_model=SubmissionPublic)

@@ -6,26 +6,29 @@ which must include the chart's interval marks in their colour.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import secrets
 import shutil
 import socket
 import struct
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
+from sqlalchemy.orm import Session
 
 from layersched.server import storage
 from layersched.server.admin import upgrade_database
 from layersched.server.config import Settings
 from layersched.server.db import make_engine, make_sessionmaker
+from layersched.server.models import EvalSet, Evaluation, Submission, User
 
 from .conftest import run_evaluation, score
 
@@ -44,37 +47,46 @@ POINT_RGB = (0x1F, 0x5F, 0xA8)  # .score-chart .point in base.html
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def register_sample(session: Session) -> EvalSet:
+    return storage.register_evalset(
+        session=session,
+        name="sample",
+        commitment="c" * 64,
+        path="hidden_seeds/sample.toml",
+        scenarios=[{"name": "lab-5", "weight": 1.0, "public_episodes": 2}],
+    )
+
+
+def add_submission(session: Session, owner: User, evalset: EvalSet, name: str) -> tuple[Submission, Evaluation]:
+    """A one-file submission of ``owner`` and its queued evaluation, as an upload makes them."""
+    return storage.create_submission(
+        session=session,
+        owner=owner,
+        name=name,
+        description="",
+        bundle_sha256=hashlib.sha256(name.encode()).hexdigest(),
+        bundle_format="py",
+        bundle_bytes=1,
+        evalset=evalset,
+    )
 
 
 def _seed(database_url: str) -> dict[str, int]:
     engine = make_engine(database_url)
     ids: dict[str, int] = {}
     with make_sessionmaker(engine)() as session:
-        evalset = storage.register_evalset(
-            session=session,
-            name="sample",
-            commitment="c" * 64,
-            path="hidden_seeds/sample.toml",
-            scenarios=[{"name": "lab-5", "weight": 1.0, "public_episodes": 2}],
-        )
+        evalset = register_sample(session)
         for name, value in (("ada", 0.82), ("brian", 0.91), ("chen <script>", 1.07)):
             user = storage.create_user(session=session, name=name.split()[0], email=f"{name.split()[0]}@x.org")
             user.name = name  # a hostile display name must come out escaped
             session.commit()
-            submission, evaluation = storage.create_submission(
-                session=session,
-                owner=user,
-                name=f"{name.split()[0]}'s policy",
-                description="",
-                bundle_sha256="a" * 64,
-                bundle_format="py",
-                bundle_bytes=1,
-                evalset=evalset,
-            )
+            submission, evaluation = add_submission(session, user, evalset, f"{name.split()[0]}'s policy")
             run_evaluation(session, evaluation.id, public=value)
             ids[name] = submission.id
         # An organiser's rerun of a ranked entry fails: its error is for the owner and organisers only.
@@ -94,54 +106,36 @@ def _seed(database_url: str) -> dict[str, int]:
     return ids
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, int]]]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"headless Chromium is needed at {CHROMIUM} (Debian package 'chromium')")
-    root = tmp_path_factory.mktemp("browser")
-    database_url = f"sqlite:///{root / 'layersched.db'}"
-    upgrade_database(settings=Settings(_env_file=None, database_url=database_url))  # type: ignore[call-arg]
-    ids = _seed(database_url)
-    port = _free_port()
+@contextmanager
+def uvicorn_server(database_url: str, root: Path, wrapper: Sequence[str] = ()) -> Iterator[str]:
+    """A real uvicorn serving the app on ``database_url``; its base URL. ``wrapper`` prefixes the command (e.g.
+    ``ip netns exec NAME``: the server then listens on that namespace's loopback)."""
+    port = free_port()
     env = {
         **os.environ,
         "LAYERSCHED_DATABASE_URL": database_url,
         "LAYERSCHED_BUNDLE_DIR": str(root / "bundles"),
         "LAYERSCHED_BROKER_URL": "redis://127.0.0.1:6379/15",
     }
+    command = [*wrapper, sys.executable, "-m", "uvicorn", "--factory", "layersched.server.app:create_app"]
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "--factory",
-            "layersched.server.app:create_app",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
+        [*command, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
+    probe = [*wrapper, sys.executable, "-c", _PROBE, f"{base}/api/v1/leaderboard"]
     try:
         deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/v1/leaderboard", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError):
-                pass
+        # Asked from inside the same namespace as the server (a probe process), since the test's own loopback may
+        # be another one.
+        while subprocess.run(probe, capture_output=True, check=False).returncode != 0:
             if process.poll() is not None or time.monotonic() > deadline:
                 output = process.stdout.read().decode() if process.stdout else ""
                 pytest.fail(f"uvicorn did not start on port {port}: {output}")
             time.sleep(0.2)
-        yield base, ids
+        yield base
     finally:
         process.terminate()
         try:
@@ -153,10 +147,30 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict
             process.stdout.close()
 
 
-def chromium(tmp_path: Path, *args: str) -> str:
+_PROBE = "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)"
+
+
+def migrated_sqlite(root: Path) -> str:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"headless Chromium is needed at {CHROMIUM} (Debian package 'chromium')")
+    database_url = f"sqlite:///{root / 'layersched.db'}"
+    upgrade_database(settings=Settings(_env_file=None, database_url=database_url))  # type: ignore[call-arg]
+    return database_url
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, int]]]:
+    root = tmp_path_factory.mktemp("browser")
+    database_url = migrated_sqlite(root)
+    ids = _seed(database_url)
+    with uvicorn_server(database_url, root) as base:
+        yield base, ids
+
+
+def chromium(tmp_path: Path, *args: str, wrapper: Sequence[str] = ()) -> str:
     profile = tmp_path / "profile"  # fresh user data dir per run
     result = subprocess.run(
-        [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+        [*wrapper, CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -247,12 +261,13 @@ def test_chart_is_drawn(server: tuple[str, dict[str, int]], tmp_path: Path) -> N
 def test_submission_page(server: tuple[str, dict[str, int]], tmp_path: Path) -> None:
     base, ids = server
     dom = chromium(tmp_path, "--dump-dom", f"{base}/submissions/{ids['brian']}")
-    assert "brian's policy" in dom and 'id="state">succeeded<' in dom and "rank <strong>2</strong>" in dom
+    assert "brian's policy" in dom and "rank <strong>2</strong>" in dom
+    assert 'id="state"' not in dom  # others see what the leaderboard row carries: no evaluation's state
     assert '<svg xmlns="http://www.w3.org/2000/svg" class="score-chart"' in dom
     assert '<table id="per-scenario">' in dom
     assert '<table id="evaluations">' not in dom  # details are for the owner and organisers only
-    missing = chromium(tmp_path, "--dump-dom", f"{base}/submissions/999")
-    assert "submission 999 does not exist" in missing
+    unshown = chromium(tmp_path, "--dump-dom", f"{base}/submissions/999")
+    assert "<h2>Sign in</h2>" in unshown and "does not exist" not in unshown
 
 
 def test_public_submission_page_shows_no_error(server: tuple[str, dict[str, int]], tmp_path: Path) -> None:
@@ -260,3 +275,43 @@ def test_public_submission_page_shows_no_error(server: tuple[str, dict[str, int]
     dom = chromium(tmp_path, "--dump-dom", f"{base}/submissions/{ids['ada']}")
     assert "ada's policy" in dom and "rank <strong>1</strong>" in dom
     assert "secret_helper" not in dom and "import_error" not in dom
+
+
+@pytest.fixture(scope="module")
+def offline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[str]]]:
+    """The server and Chromium in a network namespace of their own with only a loopback: no internet, no CDN."""
+    if shutil.which("ip") is None:
+        pytest.fail("the 'ip' command (Debian package iproute2) is needed to make a network namespace")
+    root = tmp_path_factory.mktemp("offline")
+    database_url = migrated_sqlite(root)
+    namespace = f"layersched-offline-{secrets.token_hex(4)}"
+    subprocess.run(["ip", "netns", "add", namespace], check=True)
+    try:
+        wrapper = ["ip", "netns", "exec", namespace]
+        subprocess.run([*wrapper, "ip", "link", "set", "lo", "up"], check=True)
+        routes = subprocess.run([*wrapper, "ip", "route", "show"], capture_output=True, text=True, check=True)
+        assert routes.stdout.strip() == "", f"the namespace must have no route out: {routes.stdout}"
+        with uvicorn_server(database_url, root, wrapper) as base:
+            yield base, wrapper
+    finally:
+        subprocess.run(["ip", "netns", "del", namespace], check=False)
+
+
+# Swagger UI and ReDoc fetch the OpenAPI document after the page has loaded: Chromium waits this long (of virtual
+# time, which skips idle waits) before it dumps the DOM.
+RENDER_BUDGET = ["--virtual-time-budget=20000", "--run-all-compositor-stages-before-draw"]
+
+
+def test_swagger_ui_shows_the_operations_offline(offline: tuple[str, list[str]], tmp_path: Path) -> None:
+    base, wrapper = offline
+    dom = chromium(tmp_path, *RENDER_BUDGET, "--dump-dom", f"{base}/docs", wrapper=wrapper)
+    assert 'class="swagger-ui' in dom, "Swagger UI did not start"
+    assert dom.count('class="opblock-summary-path"') >= 10, "the operations are not listed"
+    assert 'data-path="/api/v1/submissions"' in dom and 'data-path="/api/v1/leaderboard"' in dom
+
+
+def test_redoc_shows_the_operations_offline(offline: tuple[str, list[str]], tmp_path: Path) -> None:
+    base, wrapper = offline
+    dom = chromium(tmp_path, *RENDER_BUDGET, "--dump-dom", f"{base}/redoc", wrapper=wrapper)
+    assert "/api/v1/submissions" in dom and "/api/v1/leaderboard" in dom, "ReDoc did not render the operations"
+    assert "Create Submission" in dom

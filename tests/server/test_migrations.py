@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
+from alembic.config import Config
 from alembic.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import Engine, inspect, text
 
 from layersched.server.admin import alembic_config
 from layersched.server.db import make_engine
@@ -30,12 +32,20 @@ def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[s
         drop_pg_database(name)
 
 
-def test_upgrade_matches_models_and_downgrade_empties(empty_database: str) -> None:
-    config = alembic_config(empty_database)
-    command.upgrade(config, "head")
-
-    engine = make_engine(empty_database)
+@contextmanager
+def upgraded(database_url: str, revision: str) -> Iterator[tuple[Config, Engine]]:
+    """The database migrated up to ``revision``: its Alembic config and an engine, disposed afterwards."""
+    config = alembic_config(database_url)
+    command.upgrade(config, revision)
+    engine = make_engine(database_url)
     try:
+        yield config, engine
+    finally:
+        engine.dispose()
+
+
+def test_upgrade_matches_models_and_downgrade_empties(empty_database: str) -> None:
+    with upgraded(empty_database, "head") as (config, engine):
         with engine.connect() as conn:
             context = MigrationContext.configure(conn, opts={"compare_type": True})
             diff = compare_metadata(context, Base.metadata)
@@ -50,8 +60,6 @@ def test_upgrade_matches_models_and_downgrade_empties(empty_database: str) -> No
         command.upgrade(config, "head")  # and back up again: the downgrade left nothing behind
         with engine.connect() as conn:
             assert set(inspect(conn).get_table_names()) == {*Base.metadata.tables, "alembic_version"}
-    finally:
-        engine.dispose()
 
 
 def test_single_head() -> None:
@@ -59,3 +67,20 @@ def test_single_head() -> None:
 
     heads = ScriptDirectory.from_config(alembic_config("sqlite://")).get_heads()
     assert len(heads) == 1, heads
+
+
+def test_0004_gives_existing_tokens_a_session_generation_and_takes_it_back(empty_database: str) -> None:
+    with upgraded(empty_database, "0003") as (config, engine):
+        with engine.begin() as conn:
+            for insert in (
+                "users (id, name, email, role, created_at) VALUES (1, 'ada', 'a@x', 'participant', '2026-01-01')",
+                "api_tokens (id, user_id, lookup, token_sha256, created_at) VALUES (1, 1, 'l', 's', '2026-01-01')",
+            ):
+                conn.execute(text(f"INSERT INTO {insert}"))
+        command.upgrade(config, "0004")
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT session_generation FROM api_tokens")).scalar_one() == 0
+        command.downgrade(config, "0003")
+        with engine.connect() as conn:
+            assert "session_generation" not in {c["name"] for c in inspect(conn).get_columns("api_tokens")}
+            assert conn.execute(text("SELECT lookup FROM api_tokens")).scalar_one() == "l"

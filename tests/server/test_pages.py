@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+import pytest
 from sqlalchemy.orm import Session
 
 from layersched.server import storage
@@ -53,8 +55,8 @@ def test_submission_page_visibility(client: Any, alice: Account, db: Session) ->
     assert "my secret idea" not in public.text and 'id="evaluations"' not in public.text
     owner = client.get(f"/submissions/{ranked['id']}", headers=alice.headers)
     assert "my secret idea" in owner.text and 'id="evaluations"' in owner.text
-    hidden = client.get(f"/submissions/{queued['id']}")
-    assert hidden.status_code == 404 and f"submission {queued['id']} does not exist" in hidden.text
+    hidden = client.get(f"/submissions/{queued['id']}")  # unranked: its owner signs in to see it
+    assert hidden.status_code == 401 and 'action="/signin"' in hidden.text and "does not exist" not in hidden.text
     assert client.get(f"/submissions/{queued['id']}", headers=alice.headers).status_code == 200
 
 
@@ -89,3 +91,44 @@ def test_the_owner_page_shows_the_laddered_score(
         assert "0.911" not in owner  # nor its per-scenario ratios (0.93 * 0.98)
         assert "did not beat your best shown public score" in owner
         assert "<p>0.9300 [0.9100, 0.9500]</p>" in c.get(f"/submissions/{lucky}", headers=organiser.headers).text
+
+
+@pytest.mark.parametrize("path", ["/docs", "/redoc"], ids=["swagger", "redoc"])
+def test_api_docs_load_everything_from_this_host(client: Any, path: str) -> None:
+    response = client.get(path)
+    assert response.status_code == 200
+    directives = dict(d.strip().split(" ", 1) for d in response.headers["content-security-policy"].split(";"))
+    assert directives["default-src"] == "'none'" and directives["script-src"] == "'self'"
+    assert all(f"{d}-src" in directives for d in ("style", "img", "connect", "font"))
+    scripts = re.findall(r"<script([^>]*)>", response.text)
+    assert scripts and all(re.search(r' src="/static/[^"]+"', attrs) for attrs in scripts), "an inline script"
+    urls = re.findall(r'(?:src|href)="([^"]*)"', response.text)
+    assert urls and all(url.startswith("/static/") for url in urls), urls
+    for url in urls:
+        asset = client.get(url)
+        assert asset.status_code == 200 and asset.content, url
+
+
+def test_a_ranked_entry_shows_others_only_what_its_leaderboard_row_carries(
+    client: Any, alice: Account, bob: Account, organiser: Account, db: Session
+) -> None:
+    ranked = submit(client, alice, name="ranked").json()
+    run_evaluation(db, ranked["evaluations"][0]["id"], public=0.9)
+    admin = "/api/v1/admin"
+    assert client.post(f"{admin}/leaderboard/freeze", json={"frozen": True}, headers=organiser.headers).is_success
+    reason = "plagiarism: copied from carol's repo"
+    disqualify = f"{admin}/submissions/{ranked['id']}/disqualify"
+    assert client.post(disqualify, json={"reason": reason}, headers=organiser.headers).is_success
+    rerun = client.post(f"{admin}/submissions/{ranked['id']}/rerun", headers=organiser.headers).json()
+    storage.start_evaluation(
+        session=db, evaluation_id=rerun["id"], worker_id="w2", total=3, sim_version="1.0.0", image_digest=None,
+        sandbox="process",
+    )  # fmt: skip
+    for reader in ({}, bob.headers):
+        page = client.get(f"/submissions/{ranked['id']}", headers=reader)
+        assert page.status_code == 200 and "rank <strong>1</strong>" in page.text  # the frozen board's snapshot
+        assert "<p>0.9000 [0.8800, 0.9200]</p>" in page.text
+        assert "carol" not in page.text and "Disqualified" not in page.text
+        assert "running" not in page.text and "/3 episodes" not in page.text and 'id="state"' not in page.text
+    owner = client.get(f"/submissions/{ranked['id']}", headers=alice.headers).text
+    assert "Disqualified: plagiarism: copied from carol&#39;s repo" in owner and 'id="state">running<' in owner

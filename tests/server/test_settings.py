@@ -49,3 +49,35 @@ def test_the_sandbox_poll_reaches_the_limits(monkeypatch: pytest.MonkeyPatch) ->
     assert sandbox_limits(Settings(_env_file=None)).poll_seconds == 0  # type: ignore[call-arg]
     monkeypatch.setenv("LAYERSCHED_SANDBOX_POLL_US", "150")
     assert sandbox_limits(Settings(_env_file=None)).poll_seconds == pytest.approx(150e-6)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    ("value", "origin"),
+    [
+        ("https://layersched.example.org", "https://layersched.example.org"),
+        ("http://LOCALHOST:8000/", "http://localhost:8000"),
+        ("", None),
+    ],
+    ids=["https", "http-port-slash", "empty"],
+)
+def test_the_public_url_is_an_origin(monkeypatch: pytest.MonkeyPatch, value: str, origin: str | None) -> None:
+    monkeypatch.setenv("LAYERSCHED_PUBLIC_URL", value)
+    assert Settings(_env_file=None).public_url == origin  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "layersched.example.org",
+        "ftp://layersched.example.org",
+        "https://",
+        "https://x.org/layersched",
+        "https://u@x.org",
+    ],
+    ids=["no-scheme", "ftp", "no-host", "path", "user"],
+)
+def test_a_bad_public_url_is_refused_naming_it(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("LAYERSCHED_PUBLIC_URL", value)
+    with pytest.raises(ValidationError, match="public_url") as raised:
+        Settings(_env_file=None)  # type: ignore[call-arg]
+    assert f"LAYERSCHED_PUBLIC_URL={value!r} is not" in str(raised.value)
