@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from layersched.sdk.cli import main
@@ -211,6 +212,27 @@ def test_submit_no_wait_then_status_list(
     header, row = out.splitlines()
     assert header.split() == ["id", "name", "state", "episodes", "score", "rank", "selected", "created"]
     assert row.split()[:7] == ["#1", "first_fit", "queued", "0/0", "-", "-", "-"]
+
+
+def test_the_page_that_submit_prints_shows_the_submission_to_its_owner_signed_in(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path
+) -> None:
+    login(capsys, live_server)
+    code, out, err = run(capsys, "submit", str(policy_file), "--name", "queued-one", "--no-wait")
+    assert code == 0, err
+    page_line = next(line for line in out.splitlines() if line.startswith("page: "))
+    url = page_line.split()[1]
+    with httpx.Client() as browser:
+        anonymous = browser.get(url)
+        assert anonymous.status_code == 401 and 'name="token"' in anonymous.text  # the sign-in page, not a 404
+        signed_in = browser.post(
+            f"{live_server.url}/signin",
+            data={"token": live_server.tokens["alice"], "next": url.removeprefix(live_server.url)},
+            follow_redirects=True,
+        )
+    assert signed_in.status_code == 200
+    assert str(signed_in.url) == url
+    assert "queued-one" in signed_in.text
 
 
 @pytest.mark.parametrize(
