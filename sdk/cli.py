@@ -526,8 +526,12 @@ def _selection_text(client: Any, sub: Any) -> str:
     from layersched.sdk.standing import selection_text
 
     needs_list = not sub.selected and sub.disqualified is None and sub.score is not None
-    mine = [s for s in client.submissions(limit=200).data if s.owner == sub.owner] if needs_list else []
-    return selection_text(sub, mine=mine)
+    if not needs_list:
+        return selection_text(sub, mine=[])
+    me = client.me()
+    if me.role == "organiser" and me.name == sub.owner:
+        return selection_text(sub, mine=[], owner_is_organiser=True)
+    return selection_text(sub, mine=[s for s in client.submissions(limit=200).data if s.owner == sub.owner])
 
 
 def _outcome_line(sub: Any, rank: str) -> str:

@@ -36,8 +36,10 @@ def rank_text(sub: Submission, *, board: Leaderboard | None, owner_is_organiser:
     return "not ranked yet: the board has not taken this result in; try again in a few seconds"
 
 
-def selection_text(sub: Submission, *, mine: Sequence[Submission]) -> str:
+def selection_text(sub: Submission, *, mine: Sequence[Submission], owner_is_organiser: bool = False) -> str:
     """Whether ``sub`` counts for the final ranking; ``mine`` is the owner's submissions (to name the selection)."""
+    if owner_is_organiser:
+        return "selected: no; organisers' submissions take no part in the final ranking"
     if sub.selected:
         return "selected: yes, it counts for the final ranking"
     if sub.disqualified is not None:

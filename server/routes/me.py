@@ -7,8 +7,9 @@ from pydantic import BaseModel
 
 from layersched.server import storage
 from layersched.server.deps import CurrentUser, SessionDep, SettingsDep
-from layersched.server.errors import Conflict, ServiceError
+from layersched.server.errors import ServiceError
 from layersched.server.schemas import MePublic, Role
+from layersched.server.upload_checks import check_upload_allowed
 
 router = APIRouter(tags=["participants"])
 
@@ -49,12 +50,7 @@ def read_allowance(session: SessionDep, user: CurrentUser, settings: SettingsDep
     order; the upload checks again, so this answer is advice, not a reservation."""
     refusal = None
     try:
-        storage.check_submissions_open(session=session, user=user, deadline=settings.submission_deadline)
-        storage.check_can_submit(
-            session=session, user=user, daily_quota=settings.daily_quota, max_in_flight=settings.max_in_flight
-        )
-        if storage.get_current_evalset(session=session) is None:
-            raise Conflict("no evaluation set is registered yet; submissions open once an organiser registers one")
+        check_upload_allowed(session=session, user=user, settings=settings)
     except ServiceError as exc:
         refusal = Refusal(status=exc.status, code=exc.code, message=exc.message)
     return AllowancePublic(

@@ -6,8 +6,9 @@ from fastapi import APIRouter, File, Form, UploadFile
 
 from layersched.server import bundles, leaderboard, presenters, queue, storage, visibility
 from layersched.server.deps import CurrentUser, EnqueuerDep, PageDep, RowId, SessionDep, SettingsDep
-from layersched.server.errors import BundleTooLarge, Conflict, StorageUnavailable
+from layersched.server.errors import BundleTooLarge, StorageUnavailable
 from layersched.server.schemas import NO_NUL, SubmissionLogs, SubmissionPublic, SubmissionsPublic
+from layersched.server.upload_checks import check_upload_allowed
 
 router = APIRouter(prefix="/submissions", tags=["participants"])
 
@@ -29,13 +30,7 @@ def create_submission(
     name: Annotated[str, Form(min_length=1, max_length=100, pattern=NO_NUL)],
     description: Annotated[str, Form(max_length=2000, pattern=NO_NUL)] = "",
 ) -> SubmissionPublic:
-    storage.check_submissions_open(session=session, user=user, deadline=settings.submission_deadline)
-    storage.check_can_submit(
-        session=session, user=user, daily_quota=settings.daily_quota, max_in_flight=settings.max_in_flight
-    )
-    evalset = storage.get_current_evalset(session=session)
-    if evalset is None:
-        raise Conflict("no evaluation set is registered yet; submissions open once an organiser registers one")
+    evalset = check_upload_allowed(session=session, user=user, settings=settings)
     data = _read_limited(file, settings.max_bundle_bytes)
     info = bundles.inspect_bundle(
         data, file.filename or "", max_files=settings.max_files, max_unpacked_bytes=settings.max_unpacked_bytes

@@ -374,6 +374,8 @@ def test_status_says_why_a_succeeded_submission_has_no_rank(
     code, out, _ = run(capsys, "status", "2")
     assert code == 0
     assert out.splitlines()[2].endswith(f"lower is better), {expected}"), out
+    if case == "organiser":  # nor is it told that its best public submissions count for a final ranking
+        assert "selected: no; organisers' submissions take no part in the final ranking\n" in out
 
 
 @pytest.mark.parametrize("server_settings", [{"public_ladder_step": 0.05}], ids=["ladder-0.05"])

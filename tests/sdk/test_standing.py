@@ -56,6 +56,9 @@ def test_an_organisers_submission_never_ranks() -> None:
     assert rank_text(submission(), board=board(GREEDY), owner_is_organiser=True) == (
         "not ranked: organisers' submissions never rank"
     )
+    assert selection_text(submission(), mine=[submission(id=9)], owner_is_organiser=True) == (
+        "selected: no; organisers' submissions take no part in the final ranking"
+    )
 
 
 @pytest.mark.parametrize(
