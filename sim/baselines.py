@@ -32,6 +32,10 @@ Policy = Callable[[Any, Task, random.Random], int]
 _SLOT = 1  # NodeState's earliest free slot (layersched.sim.env)
 
 
+# The baselines read the simulator's own list of feasible nodes (env._feasible_nodes[image], what feasible_nodes()
+# returns a copy of): they never modify it.
+
+
 def _pick(scores: Sequence[float], feasible: list[int], rng: random.Random) -> int:
     """The lab's ``_pick`` on lists: the highest-scoring feasible node, ties broken by one ``rng.choice``."""
     if len(feasible) == len(scores):
@@ -47,7 +51,7 @@ def _pick(scores: Sequence[float], feasible: list[int], rng: random.Random) -> i
 
 def random_policy(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     """Any feasible node, uniformly."""
-    feasible = env.feasible_nodes(task)
+    feasible = env._feasible_nodes[task.image]
     return rng.choice(feasible) if feasible else rng.choice(range(env.n_nodes))
 
 
@@ -55,13 +59,17 @@ def least_loaded(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     """Fewest running containers; ignores images entirely."""
     now = task.arrival
     scores = []
-    for node in env.nodes:
+    for node, state in zip(env.nodes, env._state, strict=True):
+        slots = node.slots
+        if state[_SLOT] > now:  # the earliest free slot is later: every slot is busy
+            scores.append(-len(slots))
+            continue
         busy = 0
-        for s in node.slots:
+        for s in slots:
             if s > now:
                 busy += 1
         scores.append(-busy)
-    return _pick(scores, env.feasible_nodes(task), rng)
+    return _pick(scores, env._feasible_nodes[task.image], rng)
 
 
 def kube_image(env: ClusterEnv, task: Task, rng: random.Random) -> int:
@@ -69,21 +77,22 @@ def kube_image(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     now = task.arrival
     digests = env._image_digests[task.image]
     scores = []
-    for node in env.nodes:
+    for node, state in zip(env.nodes, env._state, strict=True):
         idle = 0
-        for s in node.slots:
-            if s <= now:
-                idle += 1
+        if state[_SLOT] <= now:  # else the earliest free slot is later: no slot is idle
+            for s in node.slots:
+                if s <= now:
+                    idle += 1
         # The lab's all(d in node.layers for d in image digests), as one set comparison in C.
         scores.append(0.5 * (node.layers.keys() >= digests) + 0.5 * (idle / len(node.slots)))
-    return _pick(scores, env.feasible_nodes(task), rng)
+    return _pick(scores, env._feasible_nodes[task.image], rng)
 
 
 def dep_layer(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     """Layer granularity, like Dep: most cached MB wins, earliest free slot breaks near-ties."""
     plans = env._plans_for(task.image)
     scores = [mb - 1e-3 * plan[5][_SLOT] for plan, mb in zip(plans, env._held_mb[task.image], strict=True)]
-    return _pick(scores, env.feasible_nodes(task), rng)
+    return _pick(scores, env._feasible_nodes[task.image], rng)
 
 
 def lrs_like(env: ClusterEnv, task: Task, rng: random.Random) -> int:
@@ -95,21 +104,23 @@ def lrs_like(env: ClusterEnv, task: Task, rng: random.Random) -> int:
         # A zero-byte image (hello-world rounds to 0.00 MB in the real catalogs) is fully present everywhere; the
         # lab's formula divides by zero there, which its synthetic catalog never reaches.
         shared = mb / image_mb if image_mb > 0 else 1.0
+        if plan[5][_SLOT] > now:  # the earliest free slot is later: no slot idle, the score is 0.2 * shared + 0.0
+            scores.append(0.2 * shared)
+            continue
         idle_slots = 0
-        if plan[5][_SLOT] <= now:
-            for s in node.slots:
-                if s <= now:
-                    idle_slots += 1
+        for s in node.slots:
+            if s <= now:
+                idle_slots += 1
         idle = idle_slots / len(node.slots)
         weight = 0.7 if idle >= 0.5 else 0.2
         scores.append(weight * shared + (1 - weight) * idle)
-    return _pick(scores, env.feasible_nodes(task), rng)
+    return _pick(scores, env._feasible_nodes[task.image], rng)
 
 
 def greedy_estimate(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     """Myopic: the node with the smallest estimated completion time for this task alone."""
     totals = env.totals(task)
-    feasible = env.feasible_nodes(task)
+    feasible = env._feasible_nodes[task.image]
     if not feasible:
         return rng.choice(range(env.n_nodes))  # the lab's _pick with every node masked: all tie
     # The lab's _pick on -totals without numpy: the same ties and the same single rng draw (rng.choice even of

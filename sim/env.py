@@ -96,6 +96,8 @@ _QUEUE, _SLOT, _FREQ, _SHARE = range(4)
 # current state from its plan, without zipping per-node lists (zip and its unpacking cost about 0.5 us a call).
 Plan = tuple[float, tuple[float, ...], float, float, tuple[str, ...], NodeState]
 
+_FIRST = operator.itemgetter(0)
+
 # numpy, imported by the first call that returns an array (mask, observe, estimate_all): the baselines and the
 # episode loop never do, and importing numpy was a third of ``python -m layersched.sim``'s whole run (0.2 s).
 _np: ModuleType | None = None
@@ -489,12 +491,18 @@ class ClusterEnv:
         free = node.storage - self._used[n]
         if free >= missing_mb:
             return []
-        victims = sorted(
-            (d for d in node.layers if d not in needed and node.layers[d] <= now and node.in_use.get(d, 0) <= now),
-            key=lambda d: node.in_use.get(d, 0),
-        )
+        last_use = node.in_use.get
+        # (last use, digest) of every layer that is downloaded, unused by now and not the image's own, in the order
+        # of node.layers: the stable sort on the last use alone keeps that order among ties, as the lab's does.
+        unused = []
+        for digest, ready in node.layers.items():
+            if ready <= now and digest not in needed:
+                last = last_use(digest, 0)
+                if last <= now:
+                    unused.append((last, digest))
+        unused.sort(key=_FIRST)
         evicted: list[str] = []
-        for digest in victims:
+        for _, digest in unused:
             if free >= missing_mb:
                 break
             free += self.size[digest]
