@@ -9,9 +9,9 @@ done per decision (the lab's way of writing them, kept in ``reference_baselines.
 
 * the best feasible node is found on Python lists (``_pick``): numpy costs about 1 us per call on arrays of ten;
 * whether a node holds the whole image is one set comparison of the image's digests with the node's layers;
-* the MB a node holds of an image are read from the simulator's per-node plans, which it recomputes only when that
-  node's layers change: they are summed once per plan (``_cached_mb``), in the image's layer order as the lab sums
-  them (Kube does without plans: computing them for every node cost more than the comparison, measured);
+* the MB a node holds of an image are read from the simulator (``_held_mb``), which sums them beside each per-node
+  plan, only when that node's layers change, in the image's layer order as the lab sums them (Kube does without
+  plans: computing them for every node cost more than the comparison, measured);
 * a node whose earliest free slot (kept by the simulator) is after ``now`` has no idle slot: no need to count.
 
 ``tests/sim/test_fast_baselines.py`` checks that they take the reference's actions, step for step, on scenarios
@@ -21,16 +21,19 @@ that reach the corners (evictions, a cloud node, zero-byte images, nodes too sma
 from __future__ import annotations
 
 import random
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from layersched.sim.env import ClusterEnv, Plan
+from layersched.sim.env import ClusterEnv
 from layersched.sim.workload import Task
 
 Policy = Callable[[Any, Task, random.Random], int]
 
 _SLOT = 1  # NodeState's earliest free slot (layersched.sim.env)
+
+
+# The baselines read the simulator's own list of feasible nodes (env._feasible_nodes[image], what feasible_nodes()
+# returns a copy of): they never modify it.
 
 
 def _pick(scores: Sequence[float], feasible: list[int], rng: random.Random) -> int:
@@ -46,37 +49,9 @@ def _pick(scores: Sequence[float], feasible: list[int], rng: random.Random) -> i
     return rng.choice([n for n in feasible if scores[n] == best])
 
 
-class _Episode:
-    """One episode's cached MB per (image, node), each with the plan it was summed from."""
-
-    def __init__(self, env: ClusterEnv) -> None:
-        self.plans = env._plans  # start() replaces this table, which ends the episode's cache
-        self.rows: list[list[tuple[Plan, float] | None]] = [[None] * env.n_nodes for _ in env.image_mb]
-
-
-_EPISODES: weakref.WeakKeyDictionary[ClusterEnv, _Episode] = weakref.WeakKeyDictionary()
-
-
-def _cached_mb(env: ClusterEnv, image: int) -> tuple[list[Plan], list[float]]:
-    """Every node's plan for ``image`` and the MB of the image's layers it holds (the lab's sum, in layer order)."""
-    episode = _EPISODES.get(env)
-    if episode is None or episode.plans is not env._plans:
-        episode = _EPISODES[env] = _Episode(env)
-    plans = env._plans_for(image)
-    row = episode.rows[image]
-    out = []
-    for n, plan in enumerate(plans):
-        entry = row[n]
-        if entry is None or entry[0] is not plan:  # a new plan: the node's layers of this image changed
-            missing = plan[4]
-            entry = row[n] = (plan, sum(size for digest, size in env._image_layers[image] if digest not in missing))
-        out.append(entry[1])
-    return plans, out
-
-
 def random_policy(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     """Any feasible node, uniformly."""
-    feasible = env.feasible_nodes(task)
+    feasible = env._feasible_nodes[task.image]
     return rng.choice(feasible) if feasible else rng.choice(range(env.n_nodes))
 
 
@@ -84,13 +59,17 @@ def least_loaded(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     """Fewest running containers; ignores images entirely."""
     now = task.arrival
     scores = []
-    for node in env.nodes:
+    for node, state in zip(env.nodes, env._state, strict=True):
+        slots = node.slots
+        if state[_SLOT] > now:  # the earliest free slot is later: every slot is busy
+            scores.append(-len(slots))
+            continue
         busy = 0
-        for s in node.slots:
+        for s in slots:
             if s > now:
                 busy += 1
         scores.append(-busy)
-    return _pick(scores, env.feasible_nodes(task), rng)
+    return _pick(scores, env._feasible_nodes[task.image], rng)
 
 
 def kube_image(env: ClusterEnv, task: Task, rng: random.Random) -> int:
@@ -98,47 +77,50 @@ def kube_image(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     now = task.arrival
     digests = env._image_digests[task.image]
     scores = []
-    for node in env.nodes:
+    for node, state in zip(env.nodes, env._state, strict=True):
         idle = 0
-        for s in node.slots:
-            if s <= now:
-                idle += 1
+        if state[_SLOT] <= now:  # else the earliest free slot is later: no slot is idle
+            for s in node.slots:
+                if s <= now:
+                    idle += 1
         # The lab's all(d in node.layers for d in image digests), as one set comparison in C.
         scores.append(0.5 * (node.layers.keys() >= digests) + 0.5 * (idle / len(node.slots)))
-    return _pick(scores, env.feasible_nodes(task), rng)
+    return _pick(scores, env._feasible_nodes[task.image], rng)
 
 
 def dep_layer(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     """Layer granularity, like Dep: most cached MB wins, earliest free slot breaks near-ties."""
-    plans, cached = _cached_mb(env, task.image)
-    scores = [mb - 1e-3 * plan[5][_SLOT] for plan, mb in zip(plans, cached, strict=True)]
-    return _pick(scores, env.feasible_nodes(task), rng)
+    plans = env._plans_for(task.image)
+    scores = [mb - 1e-3 * plan[5][_SLOT] for plan, mb in zip(plans, env._held_mb[task.image], strict=True)]
+    return _pick(scores, env._feasible_nodes[task.image], rng)
 
 
 def lrs_like(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     """Dynamic weights, like LRScheduler: sharing matters when a node is idle, balance when it is busy."""
-    now, image_mb = task.arrival, env.image_mb[task.image]
-    plans, cached = _cached_mb(env, task.image)
+    now, image_mb = task.arrival, env._image_size[task.image]
+    plans = env._plans_for(task.image)
     scores = []
-    for plan, mb, node in zip(plans, cached, env.nodes, strict=True):
+    for plan, mb, node in zip(plans, env._held_mb[task.image], env.nodes, strict=True):
         # A zero-byte image (hello-world rounds to 0.00 MB in the real catalogs) is fully present everywhere; the
         # lab's formula divides by zero there, which its synthetic catalog never reaches.
         shared = mb / image_mb if image_mb > 0 else 1.0
+        if plan[5][_SLOT] > now:  # the earliest free slot is later: no slot idle, the score is 0.2 * shared + 0.0
+            scores.append(0.2 * shared)
+            continue
         idle_slots = 0
-        if plan[5][_SLOT] <= now:
-            for s in node.slots:
-                if s <= now:
-                    idle_slots += 1
+        for s in node.slots:
+            if s <= now:
+                idle_slots += 1
         idle = idle_slots / len(node.slots)
         weight = 0.7 if idle >= 0.5 else 0.2
         scores.append(weight * shared + (1 - weight) * idle)
-    return _pick(scores, env.feasible_nodes(task), rng)
+    return _pick(scores, env._feasible_nodes[task.image], rng)
 
 
 def greedy_estimate(env: ClusterEnv, task: Task, rng: random.Random) -> int:
     """Myopic: the node with the smallest estimated completion time for this task alone."""
     totals = env.totals(task)
-    feasible = env.feasible_nodes(task)
+    feasible = env._feasible_nodes[task.image]
     if not feasible:
         return rng.choice(range(env.n_nodes))  # the lab's _pick with every node masked: all tie
     # The lab's _pick on -totals without numpy: the same ties and the same single rng draw (rng.choice even of

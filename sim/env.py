@@ -60,10 +60,8 @@ import struct
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from layersched.sim.scenario import Scenario
 from layersched.sim.workload import NodeSpec, Task, draw_episode
@@ -78,10 +76,14 @@ try:  # sim/_observe.c, built where pip found a compiler; without it observe() g
 except ImportError:  # pragma: no cover - every machine that runs the tests builds it
     _BUILT_KERNEL = None
 
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
-ABSENT = -np.inf  # latest ready time of an image none of whose layers a node holds
+    FloatArray = npt.NDArray[np.float64]
+    BoolArray = npt.NDArray[np.bool_]
+
+ABSENT = float("-inf")  # latest ready time of an image none of whose layers a node holds
 
 # Node n's state as the hot loops read it, one mutable list per node that place() updates in place: [time its
 # download queue is free (download_free), earliest free slot, CPU frequency, free-storage share 1 - used / storage].
@@ -94,7 +96,22 @@ _QUEUE, _SLOT, _FREQ, _SHARE = range(4)
 # current state from its plan, without zipping per-node lists (zip and its unpacking cost about 0.5 us a call).
 Plan = tuple[float, tuple[float, ...], float, float, tuple[str, ...], NodeState]
 
-FLOAT32 = np.dtype(np.float32)  # a dtype object: numpy converts the np.float32 type on every call
+_FIRST = operator.itemgetter(0)
+
+# numpy, imported by the first call that returns an array (mask, observe, estimate_all): the baselines and the
+# episode loop never do, and importing numpy was a third of ``python -m layersched.sim``'s whole run (0.2 s).
+_np: ModuleType | None = None
+_FLOAT32: Any = None  # np.dtype(np.float32), a dtype object: numpy converts the np.float32 type on every call
+
+
+def _numpy() -> ModuleType:
+    global _np, _FLOAT32
+    if _np is None:
+        import numpy
+
+        _FLOAT32 = numpy.dtype(numpy.float32)
+        _np = numpy
+    return _np
 
 
 def _fold_left(increments: tuple[float, ...], start: float) -> float:
@@ -154,6 +171,8 @@ class ClusterEnv:
         self.n_slots = self.scenario.slots
         self._image_layers = [tuple((la.digest, la.size_mb) for la in im.layers) for im in catalog.images]
         self._image_digests = [frozenset(d for d, _ in layers) for layers in self._image_layers]
+        self._image_digest_seq = [tuple(d for d, _ in layers) for layers in self._image_layers]  # in image order
+        self._image_size = tuple(self.image_mb)  # a copy policies cannot edit (the baselines read it)
         users: dict[str, list[int]] = {}
         for image, digests in enumerate(self._image_digests):
             for digest in digests:
@@ -191,8 +210,14 @@ class ClusterEnv:
         # the nodes whose entry is None, so the hot loops test one list instead of every entry.
         self._plans: list[list[Plan | None]] = [[None] * self.n_nodes for _ in self.image_mb]
         self._stale = [list(range(self.n_nodes)) for _ in self.image_mb]
-        self._feasible = [np.array([mb <= s.storage for s in specs]) for mb in self.image_mb]
-        self._feasible_nodes = [np.flatnonzero(mask).tolist() for mask in self._feasible]
+        # _held_mb[image][n]: the MB of image's layers node n holds, summed in the image's order as the lab's
+        # baselines sum them (Dep, LRS); computed with the plan it sits beside, and valid while that plan is.
+        self._held_mb = [[0.0] * self.n_nodes for _ in self.image_mb]
+        # _fits[image][n]: whether node n can store the whole image (the mask, as Python bools); its numpy form is
+        # built on the first mask() call, which the baselines and check_action never make.
+        self._fits = [[mb <= s.storage for s in specs] for mb in self.image_mb]
+        self._feasible_nodes = [[n for n, fits in enumerate(row) if fits] for row in self._fits]
+        self._masks: list[BoolArray] | None = None
         # No download is queued or arriving after this time on any node: the largest queue end and layer ready time
         # so far (evictions leave it an upper bound). From then on every queue starts at ``now`` (observe's fast path).
         self._downloads_end = 0.0
@@ -212,22 +237,46 @@ class ClusterEnv:
     # ------------------------------------------------------------------ the model
 
     def _layer_plan(self, n: int, image: int) -> Plan:
-        """Node ``n``'s Plan for ``image``, computed if stale. Summation order is the lab's, layer by layer."""
+        """Node ``n``'s Plan for ``image``, computed if stale."""
         plan = self._plans[image][n]
-        if plan is None:
-            node = self.nodes[n]
-            cached, bandwidth = node.layers, node.bandwidth
-            latest, increments, missing, digests = ABSENT, [], 0.0, []
+        return self._new_plan(n, image) if plan is None else plan
+
+    def _new_plan(self, n: int, image: int) -> Plan:
+        """Compute and keep node ``n``'s Plan for ``image`` and the MB of it the node holds (``_held_mb``).
+
+        Summation order is the lab's, layer by layer.
+        """
+        node = self.nodes[n]
+        cached = node.layers
+        if cached.keys() >= self._image_digests[image]:
+            # The node holds the whole image, the common case once caches are warm: nothing is missing, the latest
+            # ready time is the largest (max keeps the loop's value), and the MB held are the image's own sum.
+            plan: Plan = (
+                max(map(cached.__getitem__, self._image_digest_seq[image]), default=ABSENT),
+                (),
+                0.0,
+                0.0,
+                (),
+                self._state[n],
+            )
+            held = self._image_size[image]
+        else:
+            bandwidth = node.bandwidth
+            latest, increments, missing, digests, held_sizes = ABSENT, [], 0.0, [], []
             for digest, size_mb in self._image_layers[image]:
                 ready = cached.get(digest)
                 if ready is None:
                     missing += size_mb
                     increments.append(size_mb / bandwidth)
                     digests.append(digest)
-                elif ready > latest:
-                    latest = ready
+                else:
+                    held_sizes.append(size_mb)
+                    if ready > latest:
+                        latest = ready
             plan = (latest, tuple(increments), missing, missing / 1000, tuple(digests), self._state[n])
-            self._plans[image][n] = plan
+            held = sum(held_sizes)  # the lab's sum() of the held layers' MB, in image order
+        self._plans[image][n] = plan
+        self._held_mb[image][n] = held
         return plan
 
     def _plans_for(self, image: int) -> list[Plan]:
@@ -289,6 +338,7 @@ class ClusterEnv:
     def estimate_all(self, task: Task) -> Estimate:
         """``estimate`` for every node at once, as arrays of shape (n_nodes,)."""
         rows = [self.estimate(n, task) for n in range(self.n_nodes)]
+        np = _np or _numpy()
         return Estimate(
             *(np.array([r[key] for r in rows]) for key in ("missing_mb", "download", "wait", "compute", "total"))
         )
@@ -299,14 +349,18 @@ class ClusterEnv:
 
     def mask(self, task: Task) -> BoolArray:
         """Feasible nodes: those whose storage can hold the whole image."""
-        mask: BoolArray = self._feasible[task.image].copy()
+        masks = self._masks
+        if masks is None:
+            np = _np or _numpy()
+            masks = self._masks = [np.array(row) for row in self._fits]
+        mask: BoolArray = masks[task.image].copy()
         return mask
 
     def observe(self, task: Task) -> npt.NDArray[np.float32]:
         """The lab's state: per node, missing GB, download, wait, compute and total (/100 s), free storage share."""
         now, image, cycles = task.arrival, task.image, task.cycles
         plans = self._plans_for(image) if self._stale[image] else self._plans[image]
-        state: npt.NDArray[np.float32] = np.empty(self._observe_shape, FLOAT32)
+        state: npt.NDArray[np.float32] = (_np or _numpy()).empty(self._observe_shape, _FLOAT32)
         kernel = self.observe_kernel
         if kernel is not None and kernel(plans, now, cycles, state):
             return state
@@ -371,24 +425,26 @@ class ClusterEnv:
     def place(self, task: Task, n: int) -> float:
         """Apply the placement of ``task`` on node ``n`` and return its completion time."""
         now, image = task.arrival, task.image
-        plan = self._layer_plan(n, image)
+        plan = self._plans[image][n]
+        if plan is None:
+            plan = self._new_plan(n, image)
         done = self._done(n, now, plan)
-        node_state = plan[5]
-        _, slot_free, freq, _ = node_state
+        increments, node_state = plan[1], plan[5]
+        slot_free = node_state[_SLOT]
         start = done if done > slot_free else slot_free
-        total = start + task.cycles / freq - now
+        total = start + task.cycles / node_state[_FREQ] - now
         self.completion.append(total)
         node = self.nodes[n]
         if node.is_cloud:
             return total  # the cloud keeps no layers and never queues: nothing to remember
         missing_mb, layers, layer_mb = plan[2], node.layers, self._layer_mb[n]
         changed = self._make_room(n, image, missing_mb, now) if node.storage - self._used[n] < missing_mb else []
-        if plan[4]:
+        if increments:
             # Eviction spares the image's own layers, so the plan's missing layers are still the missing ones.
             t_free = node_state[_QUEUE]
             if now > t_free:
                 t_free = now
-            for digest, step in zip(plan[4], plan[1], strict=True):
+            for digest, step in zip(plan[4], increments, strict=False):  # the same length: one per missing digest
                 if digest not in layers:  # an image listing a layer twice downloads it once, as in the lab
                     t_free += step
                     layers[digest] = t_free
@@ -408,9 +464,14 @@ class ClusterEnv:
         slots[slot] = finish
         node_state[_SLOT] = min(slots)
         in_use = node.in_use
-        for digest, _ in self._image_layers[image]:
-            last = in_use.get(digest, 0)
-            in_use[digest] = finish if finish > last else last  # the lab's max(last, finish), without the call
+        get = in_use.get
+        for digest in self._image_digest_seq[image]:
+            # The lab's in_use[d] = max(in_use.get(d, 0), finish), writing only what that changes.
+            last = get(digest)
+            if last is None:
+                in_use[digest] = finish if finish > 0 else 0
+            elif finish > last:
+                in_use[digest] = finish
         return total
 
     def _forget_plans(self, n: int, digests: list[str]) -> None:
@@ -430,12 +491,18 @@ class ClusterEnv:
         free = node.storage - self._used[n]
         if free >= missing_mb:
             return []
-        victims = sorted(
-            (d for d in node.layers if d not in needed and node.layers[d] <= now and node.in_use.get(d, 0) <= now),
-            key=lambda d: node.in_use.get(d, 0),
-        )
+        last_use = node.in_use.get
+        # (last use, digest) of every layer that is downloaded, unused by now and not the image's own, in the order
+        # of node.layers: the stable sort on the last use alone keeps that order among ties, as the lab's does.
+        unused = []
+        for digest, ready in node.layers.items():
+            if ready <= now and digest not in needed:
+                last = last_use(digest, 0)
+                if last <= now:
+                    unused.append((last, digest))
+        unused.sort(key=_FIRST)
         evicted: list[str] = []
-        for digest in victims:
+        for _, digest in unused:
             if free >= missing_mb:
                 break
             free += self.size[digest]
