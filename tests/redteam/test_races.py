@@ -24,6 +24,7 @@ from layersched.server.config import Settings
 from layersched.server.db import make_engine, make_sessionmaker
 from layersched.server.errors import Conflict
 from layersched.server.models import Evaluation, Submission, utcnow
+from layersched.server.storage import evaluations, submissions
 from tests.server.conftest import (
     BROKER,
     PG_URL,
@@ -141,7 +142,7 @@ def test_a_cancel_keeps_a_result_the_worker_committed_meanwhile(
         finished_meanwhile(settings, evaluation.id)
         return found
 
-    monkeypatch.setattr(storage, "get_submission", read_then_the_worker_finishes)
+    monkeypatch.setattr(submissions, "get_submission", read_then_the_worker_finishes)
     with pytest.raises(Conflict, match=f"submission {submission.id} has no queued or running evaluation to cancel"):
         storage.cancel_submission(session=session, submission_id=submission.id, actor=olga.user)
     session.expire_all()
@@ -162,7 +163,7 @@ def test_the_stuck_expiry_keeps_a_result_the_worker_committed_meanwhile(
         finished_meanwhile(settings, evaluation.id)
         return stale
 
-    monkeypatch.setattr(storage, "list_stale_evaluations", listed_then_the_worker_finishes)
+    monkeypatch.setattr(evaluations, "list_stale_evaluations", listed_then_the_worker_finishes)
     later = utcnow() + dt.timedelta(hours=1)
     assert storage.expire_stuck_evaluations(session=session, now=later, timeout=dt.timedelta(minutes=10)) == []
     session.expire_all()

@@ -28,6 +28,7 @@ from layersched.sim.evalset import (
     score_baselines,
     verify_evalset,
 )
+from layersched.sim.evalset import runs as evalset_runs
 from layersched.sim.scenario import CloudNode
 from layersched.sim.version import SIM_VERSION
 
@@ -575,7 +576,7 @@ def test_score_baselines_caches_by_commitment(tmp_path: Path, monkeypatch: pytes
     def fail(*args: object, **kwargs: object) -> None:
         raise AssertionError("the cache should have been used")
 
-    monkeypatch.setattr(evalset_module, "_run_job", fail)
+    monkeypatch.setattr(evalset_runs, "_run_job", fail)
     assert score_baselines(es, tmp_path) == results
     # A cache written by other simulator rules is recomputed.
     payload = json.loads(cache.read_text())

@@ -84,10 +84,10 @@ rm -rf "$STAGE/$SITE/bin"
 
 # layersched: the simulator and the harness only (no sdk, server, docker SDK or celery), as a namespace package.
 PKG="$STAGE/$SITE/layersched"
-mkdir -p "$PKG/sim/data" "$PKG/worker"
+mkdir -p "$PKG/sim/data" "$PKG/sim/evalset" "$PKG/worker"
 # observe()'s C kernel travels as source only (the rules hash reads it); the sandbox runs observe()'s Python loop,
 # which gives the same bits.
-(cd "$REPO/sim" && cp -- *.py *.c py.typed "$PKG/sim/" && cp -- data/* "$PKG/sim/data/")
+(cd "$REPO/sim" && cp -- *.py *.c py.typed "$PKG/sim/" && cp -- data/* "$PKG/sim/data/" && cp -- evalset/*.py "$PKG/sim/evalset/")
 cp "${SANDBOX_MODULES[@]/#/$REPO/worker/}" "$PKG/worker/"
 "$PY" -m compileall -q "$PKG" >&2
 # The rules hash of the simulator copied into the image, computed from those very files (-I: not the host's

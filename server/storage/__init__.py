@@ -1,0 +1,132 @@
+"""Every read and write of the database, as keyword-only typed functions, one module per idea.
+
+Routes, the admin CLI and the worker call these; none of them repeats ``session.add``/``commit``. Functions that
+change state commit before returning, so each is one transaction.
+
+- ``accounts``: users and API tokens; ``audit``: the audit log every organiser action writes to;
+- ``evalsets``: the registered evaluation sets; ``baselines``: the reference baselines' scores per set;
+- ``submissions``: uploads, quota, visibility, deadline and final selection; ``reruns``: reruns and audits;
+- ``evaluations``: the queued row, the worker's claim, episode results and the end (idempotent for redeliveries);
+- ``leaderboard``: frozen/published state and the board's queries.
+
+This package re-exports them so that callers keep writing ``storage.create_submission(...)``: the package is the
+storage layer's one public face, the modules are how it is cut.
+"""
+
+from layersched.server.errors import Conflict, NotFound
+from layersched.server.storage.accounts import (
+    TOKEN_PREFIX,
+    authenticate,
+    create_user,
+    end_page_sessions,
+    get_user,
+    get_user_by_name,
+    issue_token,
+    revoke_token,
+)
+from layersched.server.storage.audit import list_audit_log, log_action
+from layersched.server.storage.baselines import get_baseline_result, list_baseline_results, upsert_baseline_result
+from layersched.server.storage.evalsets import get_current_evalset, get_evalset, register_evalset, reveal_evalset
+from layersched.server.storage.evaluations import (
+    INFRASTRUCTURE,
+    expire_stuck_evaluations,
+    finish_evaluation,
+    get_evaluation,
+    heartbeat,
+    list_evaluations,
+    list_stale_evaluations,
+    record_episode_result,
+    record_sandbox,
+    recorded_episodes,
+    requeue_evaluation,
+    start_evaluation,
+)
+from layersched.server.storage.leaderboard import (
+    ScoredEntry,
+    evaluation_scores,
+    get_leaderboard_state,
+    leaderboard_entries,
+    leaderboard_fingerprint,
+    leaderboard_submissions,
+    publish_private,
+    set_leaderboard_frozen,
+)
+from layersched.server.storage.reruns import create_audit, create_rerun
+from layersched.server.storage.submissions import (
+    cancel_submission,
+    check_can_submit,
+    check_submissions_open,
+    count_in_flight,
+    count_submissions_by_owner,
+    count_submissions_today,
+    create_submission,
+    disqualify_submission,
+    get_submission,
+    list_submissions,
+    load_submission,
+    lock_submitter,
+    primary_evaluation,
+    scored_evaluation,
+    select_submission,
+    unselect_submission,
+)
+
+__all__ = [
+    "INFRASTRUCTURE",
+    "TOKEN_PREFIX",
+    "Conflict",  # the errors these functions raise, for callers that catch them
+    "NotFound",
+    "ScoredEntry",
+    "authenticate",
+    "cancel_submission",
+    "check_can_submit",
+    "check_submissions_open",
+    "count_in_flight",
+    "count_submissions_by_owner",
+    "count_submissions_today",
+    "create_audit",
+    "create_rerun",
+    "create_submission",
+    "create_user",
+    "disqualify_submission",
+    "end_page_sessions",
+    "evaluation_scores",
+    "expire_stuck_evaluations",
+    "finish_evaluation",
+    "get_baseline_result",
+    "get_current_evalset",
+    "get_evalset",
+    "get_evaluation",
+    "get_leaderboard_state",
+    "get_submission",
+    "get_user",
+    "get_user_by_name",
+    "heartbeat",
+    "issue_token",
+    "leaderboard_entries",
+    "leaderboard_fingerprint",
+    "leaderboard_submissions",
+    "list_audit_log",
+    "list_baseline_results",
+    "list_evaluations",
+    "list_stale_evaluations",
+    "list_submissions",
+    "load_submission",
+    "lock_submitter",
+    "log_action",
+    "primary_evaluation",
+    "publish_private",
+    "record_episode_result",
+    "record_sandbox",
+    "recorded_episodes",
+    "register_evalset",
+    "requeue_evaluation",
+    "reveal_evalset",
+    "revoke_token",
+    "scored_evaluation",
+    "select_submission",
+    "set_leaderboard_frozen",
+    "start_evaluation",
+    "unselect_submission",
+    "upsert_baseline_result",
+]

@@ -1,0 +1,69 @@
+"""Evaluation sets as registered rows: which one is current, and revealing one after the competition."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from layersched.server.errors import Conflict, NotFound
+from layersched.server.models import EvalSet, User, utcnow
+from layersched.server.storage.audit import add_log_entry
+
+
+def register_evalset(
+    *,
+    session: Session,
+    name: str,
+    commitment: str,
+    path: str,
+    scenarios: Sequence[dict[str, Any]],
+    current: bool = True,
+) -> EvalSet:
+    """Add an evaluation set (or update the one with this name); ``current`` makes new submissions use it.
+
+    ``scenarios`` is what participants may see: ``[{"name", "weight", "public_episodes"}]``.
+    """
+    row = session.scalar(select(EvalSet).where(EvalSet.name == name))
+    if row is None:
+        row = EvalSet(name=name, commitment=commitment, path=path, scenarios=list(scenarios))
+        session.add(row)
+    else:
+        row.commitment, row.path, row.scenarios = commitment, path, list(scenarios)
+    if current:
+        session.execute(update(EvalSet).where(EvalSet.name != name).values(current=False))
+        row.current = True
+    session.commit()
+    return row
+
+
+def get_current_evalset(*, session: Session) -> EvalSet | None:
+    return session.scalar(select(EvalSet).where(EvalSet.current.is_(True)))
+
+
+def get_evalset(*, session: Session, name: str) -> EvalSet:
+    row = session.scalar(select(EvalSet).where(EvalSet.name == name))
+    if row is None:
+        raise NotFound(f"evaluation set {name!r} does not exist")
+    return row
+
+
+def reveal_evalset(*, session: Session, name: str, actor: User, now: dt.datetime | None = None) -> EvalSet:
+    row = get_evalset(session=session, name=name)
+    if not row.revealed:
+        row.revealed, row.revealed_at = True, now or utcnow()
+    add_log_entry(session, actor, "reveal_evalset", f"evalset:{name}", {"commitment": row.commitment})
+    session.commit()
+    return row
+
+
+def evalset_or_current(session: Session, name: str | None) -> EvalSet:
+    if name is not None:
+        return get_evalset(session=session, name=name)
+    current = get_current_evalset(session=session)
+    if current is None:
+        raise Conflict("no evaluation set is registered; an organiser must register one first")
+    return current

@@ -1,0 +1,329 @@
+"""Submissions: the upload quota, who may see one, the deadline, the final selection, cancel and disqualify."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import ColumnElement, func, select, update
+from sqlalchemy.orm import Session, selectinload
+
+from layersched.server.errors import Conflict, NotFound, QuotaExceeded, TooManyInFlight
+from layersched.server.models import ACTIVE_STATES, EvalSet, Evaluation, LeaderboardState, Submission, User, utcnow
+from layersched.server.storage.audit import add_log_entry
+from layersched.server.storage.evalsets import get_current_evalset
+from layersched.server.storage.evaluations import new_evaluation
+
+
+def _day_start(now: dt.datetime) -> dt.datetime:
+    return now.astimezone(dt.timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def count_submissions_today(*, session: Session, owner_id: int, now: dt.datetime | None = None) -> int:
+    """Submissions of this UTC day that count against the quota (not those the service failed)."""
+    start = _day_start(now or utcnow())
+    return (
+        session.scalar(
+            select(func.count(Submission.id)).where(
+                Submission.owner_id == owner_id,
+                Submission.created_at >= start,
+                Submission.counts_against_quota.is_(True),
+            )
+        )
+        or 0
+    )
+
+
+def count_in_flight(*, session: Session, owner_id: int) -> int:
+    """The participant's own queued or running evaluations (organisers' reruns and audits do not count)."""
+    return (
+        session.scalar(
+            select(func.count(Evaluation.id))
+            .join(Submission, Evaluation.submission_id == Submission.id)
+            .where(
+                Submission.owner_id == owner_id,
+                Evaluation.kind == "initial",
+                Evaluation.state.in_(ACTIVE_STATES),
+            )
+        )
+        or 0
+    )
+
+
+def check_can_submit(
+    *, session: Session, user: User, daily_quota: int, max_in_flight: int, now: dt.datetime | None = None
+) -> None:
+    """Raise QuotaExceeded or TooManyInFlight when the participant may not submit now (organisers always may)."""
+    if user.role == "organiser":
+        return
+    used = count_submissions_today(session=session, owner_id=user.id, now=now)
+    if used >= daily_quota:
+        raise QuotaExceeded(f"daily quota of {daily_quota} submissions used ({used} today); it resets at 00:00 UTC")
+    active = count_in_flight(session=session, owner_id=user.id)
+    if active >= max_in_flight:
+        raise TooManyInFlight(
+            f"{active} evaluations are already queued or running (at most {max_in_flight}); wait for one to finish"
+        )
+
+
+def lock_submitter(*, session: Session, user: User) -> None:
+    """Hold the user's row until the transaction ends, so one participant's concurrent uploads are checked against
+    the quota one after the other (without it a burst of 20 uploads got 3-5 past a limit of 2 in flight).
+
+    SQLite has no row locks, and its transactions start as readers, so checks done in two of them at once both pass
+    (20 uploads against a limit of 2 in flight: 10 accepted). A write takes the database's write lock at once and
+    holds it until the commit: the checks that follow then see every submission committed before.
+    """
+    if session.get_bind().dialect.name == "sqlite":
+        session.execute(update(User).where(User.id == user.id).values(id=User.id))
+    else:
+        session.execute(select(User.id).where(User.id == user.id).with_for_update())
+
+
+def create_submission(
+    *,
+    session: Session,
+    owner: User,
+    name: str,
+    description: str,
+    bundle_sha256: str,
+    bundle_format: str,
+    bundle_bytes: int,
+    evalset: EvalSet,
+    now: dt.datetime | None = None,
+) -> tuple[Submission, Evaluation]:
+    """A submission and its initial evaluation (queued), in one transaction."""
+    now = now or utcnow()
+    submission = Submission(
+        owner_id=owner.id,
+        name=name,
+        description=description,
+        bundle_sha256=bundle_sha256,
+        bundle_format=bundle_format,
+        bundle_bytes=bundle_bytes,
+        created_at=now,
+    )
+    session.add(submission)
+    session.flush()
+    evaluation = new_evaluation(session, submission, "initial", evalset, now=now)
+    session.commit()
+    return submission, evaluation
+
+
+def _visible(viewer: User | None, submission: Submission) -> bool:
+    return viewer is not None and (viewer.role == "organiser" or viewer.id == submission.owner_id)
+
+
+def get_submission(*, session: Session, submission_id: int, viewer: User | None) -> Submission:
+    """The submission if ``viewer`` owns it or is an organiser; NotFound otherwise (no existence leak)."""
+    submission = session.get(
+        Submission, submission_id, options=[selectinload(Submission.evaluations), selectinload(Submission.owner)]
+    )
+    if submission is None or not _visible(viewer, submission):
+        raise NotFound(f"submission {submission_id} does not exist")
+    return submission
+
+
+def load_submission(*, session: Session, submission_id: int) -> Submission:
+    """The submission whoever asks (for the worker and for callers that checked visibility themselves)."""
+    submission = session.get(
+        Submission, submission_id, options=[selectinload(Submission.evaluations), selectinload(Submission.owner)]
+    )
+    if submission is None:
+        raise NotFound(f"submission {submission_id} does not exist")
+    return submission
+
+
+def list_submissions(
+    *, session: Session, viewer: User, offset: int = 0, limit: int = 50
+) -> tuple[list[Submission], int]:
+    """The viewer's submissions, newest first (organisers: everyone's), and the total count."""
+    where: list[ColumnElement[bool]] = [] if viewer.role == "organiser" else [Submission.owner_id == viewer.id]
+    total = session.scalar(select(func.count(Submission.id)).where(*where)) or 0
+    rows = session.scalars(
+        select(Submission)
+        .where(*where)
+        .options(selectinload(Submission.evaluations), selectinload(Submission.owner))
+        .order_by(Submission.id.desc())
+        .offset(offset)
+        .limit(limit)
+    ).all()
+    return list(rows), total
+
+
+def _utc(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.timezone.utc).isoformat()
+
+
+def _closed_because(session: Session, *, deadline: dt.datetime | None, now: dt.datetime) -> str | None:
+    """Why uploads and selection changes are closed at ``now``, or None while they are open.
+
+    Publication closes them whatever the deadline says: the published private board is the final ranking.
+    """
+    # Read only (get_leaderboard_state would create the row): a refused upload must write nothing.
+    state = session.get(LeaderboardState, 1)
+    if state is not None and state.private_published:
+        when = f" at {_utc(state.published_at)}" if state.published_at else ""
+        return f"the private leaderboard was published{when}"
+    if deadline is not None and now >= deadline:
+        return f"the submission deadline {_utc(deadline)} has passed"
+    return None
+
+
+def check_submissions_open(
+    *, session: Session, user: User, deadline: dt.datetime | None, now: dt.datetime | None = None
+) -> None:
+    """Raise Conflict when uploads are closed: after ``deadline`` (Settings.submission_deadline) or publication.
+
+    Organisers' uploads never rank (the boards hold participants only), so they may still test the service.
+    """
+    if user.role == "organiser":
+        return
+    reason = _closed_because(session, deadline=deadline, now=now or utcnow())
+    if reason is not None:
+        raise Conflict(f"{reason}; uploads are closed")
+
+
+def _selection_target(
+    session: Session, *, submission_id: int, viewer: User, deadline: dt.datetime | None, now: dt.datetime, verb: str
+) -> Submission:
+    """The submission whose selection ``viewer`` wants to change, once it is theirs to change and still open.
+
+    Organisers may change a participant's selection (it is logged), but not after the close either: the final
+    choice is the participant's, made without the private scores.
+    """
+    submission = get_submission(session=session, submission_id=submission_id, viewer=viewer)
+    reason = _closed_because(session, deadline=deadline, now=now)
+    if reason is not None:
+        raise Conflict(f"{reason}; submission {submission_id} cannot be {verb}")
+    return submission
+
+
+def select_submission(
+    *,
+    session: Session,
+    submission_id: int,
+    viewer: User,
+    limit: int,
+    deadline: dt.datetime | None,
+    now: dt.datetime | None = None,
+) -> Submission:
+    """Add this submission to its owner's final selection (at most ``limit``, Settings.final_submissions).
+
+    Only a scored (succeeded on the current evaluation set), not disqualified submission can be selected; selecting
+    a selected one changes nothing.
+    """
+    now = now or utcnow()
+    submission = _selection_target(
+        session, submission_id=submission_id, viewer=viewer, deadline=deadline, now=now, verb="selected"
+    )
+    if submission.disqualified_reason is not None:
+        raise Conflict(f"submission {submission_id} is disqualified and cannot be selected")
+    evalset = get_current_evalset(session=session)
+    if evalset is None or scored_evaluation(submission, evalset_name=evalset.name) is None:
+        primary = primary_evaluation(submission)
+        where = f"the evaluation set {evalset.name!r}" if evalset else "any evaluation set"
+        raise Conflict(
+            f"submission {submission_id} has no score on {where} (it is {primary.state if primary else 'queued'}); "
+            "only a scored submission can be selected"
+        )
+    # Two selections of one participant at once must not both see room for one more.
+    lock_submitter(session=session, user=submission.owner)
+    chosen = list(
+        session.scalars(
+            select(Submission.id)
+            .where(Submission.owner_id == submission.owner_id, Submission.selected.is_(True))
+            .order_by(Submission.selected_at, Submission.id)
+        )
+    )
+    if submission_id in chosen:
+        session.commit()  # nothing to change; ends the transaction and its lock
+        return submission
+    if len(chosen) >= limit:
+        listed = ", ".join(f"#{i}" for i in chosen)
+        raise Conflict(
+            f"{submission.owner.name} has already selected {len(chosen)} submissions ({listed}), the most for the "
+            "final ranking; unselect one first"
+        )
+    submission.selected, submission.selected_at = True, now
+    if viewer.id != submission.owner_id:
+        add_log_entry(session, viewer, "select", f"submission:{submission_id}", {})
+    session.commit()
+    return submission
+
+
+def unselect_submission(
+    *, session: Session, submission_id: int, viewer: User, deadline: dt.datetime | None, now: dt.datetime | None = None
+) -> Submission:
+    """Take this submission out of its owner's final selection (unselecting an unselected one changes nothing)."""
+    submission = _selection_target(
+        session, submission_id=submission_id, viewer=viewer, deadline=deadline, now=now or utcnow(), verb="unselected"
+    )
+    if submission.selected:
+        submission.selected, submission.selected_at = False, None
+        if viewer.id != submission.owner_id:
+            add_log_entry(session, viewer, "unselect", f"submission:{submission_id}", {})
+    session.commit()
+    return submission
+
+
+def primary_evaluation(submission: Submission) -> Evaluation | None:
+    """The newest non-audit evaluation: it gives the submission its state, progress and error."""
+    candidates = [e for e in submission.evaluations if e.kind != "audit"]
+    return max(candidates, key=lambda e: e.id) if candidates else None
+
+
+def scored_evaluation(submission: Submission, *, evalset_name: str | None = None) -> Evaluation | None:
+    """The newest succeeded non-audit evaluation (on ``evalset_name`` when given): it gives the scores."""
+    candidates = [
+        e
+        for e in submission.evaluations
+        if e.kind != "audit" and e.state == "succeeded" and (evalset_name is None or e.evalset_name == evalset_name)
+    ]
+    return max(candidates, key=lambda e: e.id) if candidates else None
+
+
+def cancel_submission(
+    *, session: Session, submission_id: int, actor: User, now: dt.datetime | None = None
+) -> Submission:
+    """Cancel the submission's queued and running evaluations; the worker sees it at its next heartbeat.
+
+    Only evaluations still queued or running change (one conditional update): a result the worker commits
+    meanwhile is kept, never overwritten with ``cancelled``.
+    """
+    submission = get_submission(session=session, submission_id=submission_id, viewer=actor)
+    now = now or utcnow()
+    message = f"cancelled by {actor.name}"
+    cancelled = session.scalars(
+        update(Evaluation)
+        .where(Evaluation.submission_id == submission_id, Evaluation.state.in_(ACTIVE_STATES))
+        .values(
+            state="cancelled",
+            finished_at=now,
+            error_category="cancelled",
+            error_message=message,
+            public_error_message=message,
+        )
+        .returning(Evaluation.id)
+    ).all()
+    if not cancelled:
+        session.rollback()
+        raise Conflict(f"submission {submission_id} has no queued or running evaluation to cancel")
+    add_log_entry(session, actor, "cancel", f"submission:{submission_id}", {"evaluations": sorted(cancelled)})
+    session.commit()
+    for evaluation in submission.evaluations:
+        session.refresh(evaluation)
+    return submission
+
+
+def disqualify_submission(*, session: Session, submission_id: int, reason: str, actor: User) -> Submission:
+    submission = get_submission(session=session, submission_id=submission_id, viewer=actor)
+    submission.disqualified_reason = reason
+    submission.selected = False
+    add_log_entry(session, actor, "disqualify", f"submission:{submission_id}", {"reason": reason})
+    session.commit()
+    return submission
+
+
+def count_submissions_by_owner(*, session: Session) -> dict[int, int]:
+    rows = session.execute(select(Submission.owner_id, func.count(Submission.id)).group_by(Submission.owner_id))
+    return {owner: count for owner, count in rows}

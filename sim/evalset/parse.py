@@ -1,0 +1,84 @@
+"""Loading an evaluation-set file, and checking it against a published commitment."""
+
+from __future__ import annotations
+
+import hmac
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from layersched.sim.catalog import Catalog
+from layersched.sim.errors import EvalSetError
+from layersched.sim.evalset.builtin import BUILTIN_SETS
+from layersched.sim.evalset.model import FORMAT, FORMAT_VERSION, EvalSet
+from layersched.sim.evalset.scenarios import parse_catalog_sources, parse_scenario
+from layersched.sim.evalset.values import check_name, no_unknown, read_toml
+
+_TOP_KEYS = {"format", "version", "name", "description", "catalogs", "scenario", "template"}
+
+
+def prefixed(path: Path, build: Callable[[], EvalSet]) -> EvalSet:
+    try:
+        return build()
+    except EvalSetError as exc:
+        raise EvalSetError(f"{path}: {exc}") from exc
+
+
+def load_evalset(path: str | Path) -> EvalSet:
+    """Read and validate an evaluation-set file; an ``EvalSetError`` names the file and the bad value."""
+    path = Path(path)
+    raw = read_toml(path)
+    if raw.get("template") is True:
+        raise EvalSetError(
+            f"{path}: this is a template without keys; create a real set with "
+            f"`layersched admin evalset new --from {path} --out hidden_seeds/private/NAME.toml`"
+        )
+    return prefixed(path, lambda: parse_evalset(raw, base_dir=path.parent))
+
+
+def evalset_file(name_or_path: str | Path) -> Path:
+    """The file of a built-in set's name (``sample``; a name wins over a file of that name) or of a path.
+
+    Raises ``EvalSetError`` naming the value when it is neither.
+    """
+    builtin = BUILTIN_SETS.get(str(name_or_path))
+    if builtin is not None:
+        return builtin
+    path = Path(name_or_path)
+    if not path.is_file():
+        names = ", ".join(sorted(BUILTIN_SETS))
+        raise EvalSetError(f"no evaluation set {str(name_or_path)!r}: not a file, and not a built-in set ({names})")
+    return path
+
+
+def verify_evalset(path: str | Path, commitment: str) -> bool:
+    """Whether the set in ``path`` (with its catalog files) has the published ``commitment``."""
+    commitment = commitment.strip().lower()
+    if not re.fullmatch(r"[0-9a-f]{64}", commitment):
+        raise EvalSetError(f"a commitment is 64 hex digits (SHA-256), got {commitment!r}")
+    return hmac.compare_digest(load_evalset(path).commitment, commitment)
+
+
+def parse_evalset(raw: Mapping[str, Any], *, base_dir: Path) -> EvalSet:
+    """Build an ``EvalSet`` from parsed TOML; catalog files are resolved against ``base_dir``."""
+    no_unknown(raw, _TOP_KEYS, "top level")
+    if raw.get("format") != FORMAT:
+        raise EvalSetError(f"format must be {FORMAT!r}, got {raw.get('format')!r}")
+    if raw.get("version") != FORMAT_VERSION:
+        raise EvalSetError(f"version must be {FORMAT_VERSION}, got {raw.get('version')!r}")
+    if raw.get("template", False) is not False:
+        raise EvalSetError(f"template must be true or absent, got {raw.get('template')!r}")
+    description = raw.get("description", "")
+    if not isinstance(description, str):
+        raise EvalSetError(f"description must be a string, got {description!r}")
+    sources = parse_catalog_sources(raw.get("catalogs", {}))
+    loaded: dict[str, Catalog] = {}
+    raw_scenarios = raw.get("scenario")
+    if not isinstance(raw_scenarios, list) or not raw_scenarios:
+        raise EvalSetError("an evaluation set needs at least one [[scenario]] table")
+    scenarios = [parse_scenario(entry, i, sources, loaded, base_dir) for i, entry in enumerate(raw_scenarios)]
+    name = raw.get("name")
+    check_name(name, "evaluation set name")
+    assert isinstance(name, str)
+    return EvalSet(name=name, scenarios=tuple(scenarios), description=description)
