@@ -11,8 +11,9 @@ The harness (``layersched.worker.harness``) forks it ahead of its episode; here 
 
 The policy may do anything here: this process and everything it starts are killed when the episode ends, and the
 next episode gets another fresh import. It keeps a *replica* ``ClusterEnv`` (the scenario's node parameters and
-catalog, the tasks seen so far and the current one; never a future task, the workload seed or its key) that the
-policy may change as it likes: scores are computed on the trusted side.
+catalog, the tasks seen so far and the current one; never a future task, the workload seed or its key). The policy
+gets a view of it (``layersched.sim.view``) that it may change as it likes: every decision starts from the replica's
+true state again, and scores are computed on the trusted side.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from layersched.sim.env import ClusterEnv
+from layersched.sim.view import TrueView
 from layersched.sim.workload import Task
 from layersched.worker import protocol
 from layersched.worker.wire import action_message, nodes_from_wire
@@ -190,6 +192,8 @@ def serve_episode(
     seed_globals(seed)
     rng = random.Random(seed)
     env.start(nodes_from_wire(start["nodes"]))
+    # The policy gets keeper.view, never env itself: whatever it writes to its view, each decision starts from env.
+    keeper = TrueView(env)
     policy = imported.policy
     step = 0
     # Where this process's time goes (perf_counter sums), reported at the end for benchmarks: the policy's own
@@ -225,11 +229,10 @@ def serve_episode(
         nonce = frame["nonce"]  # echoed in the reply: proof that it answers this task, written after it arrived
         arrival, image, cycles = frame["task"]
         task = Task(float(arrival), int(image), float(cycles))
-        env.tasks.append(task)
-        env.k = step
+        keeper.arrive(task, step)
         try:
             t0 = clock()
-            value = policy(env, task, rng)
+            value = policy(keeper.view, task, rng)
             policy_s += clock() - t0
             reply = action_message(step, value)
         except MemoryError:
@@ -251,9 +254,8 @@ def serve_episode(
             # After replying, so the replica's update overlaps with the trusted side's own step.
             t0 = t1
             try:
-                ClusterEnv.place(env, task, reply["action"])
-            except BaseException:  # the policy broke its replica; it finds out at the next step
+                keeper.place(task, reply["action"])
+            except BaseException:  # the policy changed the simulator's classes; it finds out at the next step
                 failed = ("replica", traceback.format_exc()[-MAX_TRACEBACK_CHARS:])
-            env.k = step + 1
             replica_s += clock() - t0
         step += 1

@@ -43,6 +43,29 @@ KILL_PARENT = """
         return 0
 """
 
+# Greedy, then a change to its view that it does not undo: every decision must still see the true state.
+VANDAL = """
+    import copy
+
+    from layersched.sim.baselines import get_baseline
+
+    greedy = get_baseline("Greedy")
+
+    def policy(env, task, rng):
+        action = greedy(env, task, rng)
+        {change}
+        return action
+"""
+VANDALISM = {
+    "zeroes-slots-and-download-free": (
+        "for node in env.nodes: node.slots[:] = [0.0] * len(node.slots); node.download_free = 0.0"
+    ),
+    "rebinds-nodes": "env.nodes = [copy.copy(node) for node in reversed(env.nodes)]",
+    "rebinds-slots": "for node in env.nodes: node.slots = [0.0]",
+    "deletes-layers": "for node in env.nodes: node.layers.clear()",
+    "lookahead-not-undone": "env.place(task, (action + 1) % env.n_nodes)",
+}
+
 
 def make_job(session: SandboxSession, name: str, scenario: Scenario, episode: EpisodeSpec) -> EpisodeJob:
     return EpisodeJob(name, scenario, episode, policy_seed(session.bundle_sha256, scenario.content_hash, episode.id))
@@ -144,6 +167,19 @@ class SandboxContract:
             assert outcome.trace_hash == expected.trace_hash
             assert outcome.metrics == expected.metrics
             assert "network: blocked" in outcome.stdout
+
+    @pytest.mark.parametrize("change", list(VANDALISM.values()), ids=list(VANDALISM))
+    def test_a_policy_that_changes_its_view_sees_the_truth_at_every_decision(self, tmp_path, change):
+        bundle = write_policy(tmp_path, VANDAL.format(change=change))
+        greedy = get_baseline("Greedy")
+        with self.open(bundle) as session:
+            for episode in EPISODES[:2]:
+                job = make_job(session, "lab", LAB, episode)
+                outcome = session.run_episode(job)
+                expected = in_process(greedy, LAB, episode, job.policy_seed)
+                assert (outcome.status, outcome.message) == ("ok", "")
+                assert outcome.trace_hash == expected.trace_hash  # exactly Greedy's actions
+                assert outcome.metrics == expected.metrics
 
     # ------------------------------------------------------------------ failures
 
