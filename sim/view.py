@@ -195,8 +195,11 @@ def watched_copy(truth: ClusterEnv) -> WatchedEnv:
         _layer_mb=_wlist((_wdict(mb, flag) for mb in truth._layer_mb), flag),
         _plans=[[None] * n_nodes for _ in truth.image_mb],
         _stale=[list(range(n_nodes)) for _ in truth.image_mb],
-        _feasible=_wlist((_frozen_mask(m) for m in truth._feasible), flag),
+        _held_mb=[[0.0] * n_nodes for _ in truth.image_mb],  # filled beside each plan, which starts empty too
+        _fits=_wlist((_wlist(row, flag) for row in truth._fits), flag),
         _feasible_nodes=_wlist((_wlist(f, flag) for f in truth._feasible_nodes), flag),
+        # Built now, not by the first mask() call: that call's assignment would mark the view written.
+        _masks=_wlist((_frozen_mask(np.array(row)) for row in truth._fits), flag),
     )
     return view
 

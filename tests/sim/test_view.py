@@ -48,7 +48,8 @@ def private_state(env: Any, task: Task, action: int) -> None:
 
 
 def feasible(env: Any, task: Task, action: int) -> None:
-    env._feasible[task.image] = np.zeros(env.n_nodes, dtype=bool)
+    env._fits[task.image] = [False] * env.n_nodes  # what check_action and the baselines read
+    env._masks[task.image] = np.zeros(env.n_nodes, dtype=bool)  # what mask() copies
 
 
 CHANGES: dict[str, Callable[[Any, Task, int], None]] = {
@@ -127,6 +128,8 @@ def test_the_view_shares_no_mutable_object_with_the_truth():
     list.__setitem__(view.nodes[0].slots, 0, -1.0)  # around the flag: only the view may change
     dict.clear(view.size)
     with pytest.raises(ValueError, match="read-only"):
-        view._feasible[0][0] = not view._feasible[0][0]
+        view._masks[0][0] = not view._masks[0][0]
+    list.__setitem__(view._held_mb[0], 0, -1.0)
     assert -1.0 not in truth.nodes[0].slots
+    assert -1.0 not in truth._held_mb[0]
     assert truth.size
