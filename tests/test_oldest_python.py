@@ -22,7 +22,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 OLDEST = "3.10"
 VENV = ROOT / ".layersched" / f"py{OLDEST}"
-TEST_REQUIREMENTS = ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6", "scipy>=1.10"]
+# setuptools: a test builds the package as pip does, from pyproject.toml (the venv's own 65.5 cannot read it).
+TEST_REQUIREMENTS = ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6", "scipy>=1.10", "setuptools>=74.1"]
 
 
 def _interpreter() -> str:

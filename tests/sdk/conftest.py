@@ -3,6 +3,7 @@ thread) with a stand-in worker that drives evaluations through the server's stor
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 import threading
 import time
@@ -12,6 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+# The server's side (FastAPI, SQLAlchemy, pydantic) is the `server` extra: the student-side run on the oldest Python
+# (tests/test_oldest_python.py) installs the package with its gym extra only, as a student does.
+needs_server = pytest.mark.skipif(importlib.util.find_spec("fastapi") is None, reason="needs the server extra")
+
 
 POLICY = "import numpy as np\n\n\ndef policy(env, task, rng):\n    return int(np.argmax(env.mask(task)))\n"
 SCENARIOS = [

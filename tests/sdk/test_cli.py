@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from layersched.sdk.cli import main
-from tests.sdk.conftest import LiveServer, Worker
+from tests.sdk.conftest import LiveServer, Worker, needs_server
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_TEMPLATE = REPO / "hidden_seeds" / "challenge-example.toml"
@@ -605,6 +605,7 @@ def test_admin_bootstrap_uses_the_server_function(
 @pytest.fixture
 def fresh_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A folder with no database and no LAYERSCHED_DATABASE_URL: the server's settings read afresh."""
+    pytest.importorskip("fastapi", reason="needs the server extra")
     from layersched.server.config import get_settings
 
     host = tmp_path / "host"
@@ -701,6 +702,7 @@ def test_data_dir_goes_with_bootstrap(capsys: pytest.CaptureFixture[str], fresh_
     assert list(fresh_host.iterdir()) == []
 
 
+@needs_server
 def test_worker_names_its_database_and_refuses_a_bad_celery_argument_in_one_line(tmp_path: Path) -> None:
     database = tmp_path / "w.db"
     env = dict(os.environ, LAYERSCHED_DATABASE_URL=f"sqlite:///{database}", LAYERSCHED_CONFIG=str(tmp_path / "c.json"))

@@ -16,6 +16,7 @@ from layersched.sdk.checks import limits_text
 from layersched.sdk.cli import main
 from layersched.sdk.localrun import RunRequest, run_in_subprocess
 from layersched.sdk.validate import POLICY_ROW, SERVER_LIMITS, ValidationReport, _interpret, validate
+from tests.sdk.conftest import needs_server
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -179,6 +180,7 @@ SLOW_FROM_STEP_40 = GREEDY.replace(
 )
 
 
+@needs_server
 def test_the_default_deadline_is_the_servers(capsys: pytest.CaptureFixture[str]) -> None:
     from layersched.server.config import Settings
     from layersched.worker.limits import SandboxLimits
@@ -371,6 +373,7 @@ def test_cli_validate_names_an_unknown_evalset(tmp_path: Path, capsys: pytest.Ca
     )
 
 
+@needs_server
 @pytest.mark.postgres
 def test_validates_baselines_are_the_public_boards_rows(tmp_path: Path) -> None:
     """The server registers its default set as ``layersched serve`` does; validate's reference rows are its rows."""
