@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from layersched.sdk.checks import limits_text
-from layersched.sdk.config import LOGIN_HINT, load_config, save_config
+from layersched.sdk.config import LOGIN_HINT, load_config, normalise_server, save_config
 from layersched.sdk.errors import AuthError, ConfigError, Forbidden, LayerschedError, WaitTimeout
 from layersched.sdk.progress import ProgressBar, format_bytes
 from layersched.sdk.validate import DEFAULT_DEADLINE_S
@@ -357,7 +357,8 @@ def cmd_login(args: argparse.Namespace) -> int:
             me = client.me()
         who = f" as {me.name} ({me.role}; {me.submissions_today}/{me.daily_quota} submissions today)"
     path = save_config(server, token)
-    print(f"logged in to {server}{who}; saved to {path}")
+    # The server as saved (normalised: no trailing slash or /api/v1), which every later command talks to.
+    print(f"logged in to {normalise_server(server)}{who}; saved to {path}")
     return 0
 
 

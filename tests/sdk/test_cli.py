@@ -50,7 +50,7 @@ def test_login_saves_the_token_with_mode_0600(
     code, out, _ = run(capsys, "login", "--server", live_server.url + "/", "--token", live_server.tokens["alice"])
     assert code == 0
     assert out == (
-        f"logged in to {live_server.url}/ as alice (participant; 0/2 submissions today); saved to {isolated_config}\n"
+        f"logged in to {live_server.url} as alice (participant; 0/2 submissions today); saved to {isolated_config}\n"
     )
     assert stat.S_IMODE(isolated_config.stat().st_mode) == 0o600
     assert json.loads(isolated_config.read_text()) == {"server": live_server.url, "token": live_server.tokens["alice"]}
@@ -80,8 +80,11 @@ def test_a_revoked_or_wrong_env_token_is_reported(
 def test_login_with_the_api_path_in_the_url_saves_the_server(
     capsys: pytest.CaptureFixture[str], live_server: LiveServer, isolated_config: Path
 ) -> None:
-    code, _, err = run(capsys, "login", "--server", live_server.url + "/api/v1", "--token", live_server.tokens["alice"])
+    code, out, err = run(
+        capsys, "login", "--server", live_server.url + "/api/v1", "--token", live_server.tokens["alice"]
+    )
     assert code == 0, err
+    assert out.startswith(f"logged in to {live_server.url} as alice ")  # the server as saved, not as typed
     assert json.loads(isolated_config.read_text())["server"] == live_server.url
     assert run(capsys, "status")[:2] == (0, "no submissions yet: layersched submit PATH\n")
 
