@@ -1,0 +1,98 @@
+"""Track ``layers-v1``: the lab's layer-aware container placement (seed 000), as the track interface sees it.
+
+The problem itself lives where it always did (``layersched.sim.env``, ``workload``, ``baselines``, ``episode``,
+``view``, ``gym_env``); this package is what the shared machinery needs from it: ``sandbox`` (how the worker drives
+the authoritative ``ClusterEnv`` and the sandbox keeps the policy's view equal to the truth, and how scenarios and
+nodes travel), and here the track object with its contract, baselines, metrics and starter kit.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from typing import Any
+
+from layersched.sim.baselines import BASELINES, get_baseline
+from layersched.sim.env import ClusterEnv
+from layersched.sim.episode import EpisodeResult, check_action, run_episode
+from layersched.sim.errors import PolicyError
+from layersched.sim.scenario import Scenario
+from layersched.sim.tracks.interface import MetricSpec, Policy
+from layersched.sim.tracks.layers_v1.sandbox import LayersReplica, LayersSimulator, scenario_from_wire, scenario_to_wire
+from layersched.sim.workload import Task
+
+CONTRACT = """\
+policy(env, task, rng) -> int: the index of the node that runs ``task``.
+env is a view of the cluster as it is now (the lab's ClusterEnv API: nodes, images, mask, estimate, observe, ...);
+task is the container request (arrival time s, image index, G cycles); rng is the episode's random.Random.
+The node must be able to store the task's image (env.mask(task)); any other reply ends the episode.
+The view is scratch space: a policy may change it (a lookahead that places tasks on it, say); every decision starts
+from the true state again, and scores are computed outside the sandbox. A policy sees only the present: the tasks
+so far and the current one, never a future task or the workload's seed."""
+
+
+class LayersTrack:
+    """The track object ``layers-v1`` (``layersched.sim.tracks.get_track("layers-v1")``)."""
+
+    id = "layers-v1"
+    title = "Layer-aware container placement"
+    contract = CONTRACT
+    baseline_names = tuple(BASELINES)
+    reference_baseline = "Greedy"
+    metric_specs = (
+        MetricSpec("mean_completion", "mean completion time", "s"),
+        MetricSpec("p95_completion", "95th percentile completion time", "s"),
+        MetricSpec("cloud_share", "share of tasks on the cloud node"),
+    )
+    primary_metric = "mean_completion"
+    # The kit ships with the student's package (sdk), which this module must not import: named, not loaded.
+    starter = ("layersched.sdk", "starter")
+
+    def baseline(self, name: str) -> Policy:
+        return get_baseline(name)
+
+    def scenario_hash(self, scenario: Scenario) -> str:
+        return scenario.content_hash
+
+    def scenario_to_wire(self, scenario: Scenario) -> dict[str, Any]:
+        return scenario_to_wire(scenario)
+
+    def scenario_from_wire(self, message: Mapping[str, Any]) -> Scenario:
+        return scenario_from_wire(message)
+
+    def simulator(self, scenario: Scenario) -> LayersSimulator:
+        return LayersSimulator(scenario)
+
+    def replica(self, scenario: Scenario) -> LayersReplica:
+        return LayersReplica(scenario)
+
+    def run_episode(
+        self, scenario: Scenario, policy: Policy, workload: random.Random, policy_rng: random.Random
+    ) -> EpisodeResult:
+        return run_episode(ClusterEnv(scenario), policy, workload, policy_rng)
+
+    def check_policy(self, policy: Policy, scenario: Scenario) -> None:
+        env = ClusterEnv(scenario)
+        task: Task | None = env.reset(0)
+        rng = random.Random(0)
+        for step in range(5):
+            assert task is not None
+            reply = policy(env, task, rng)
+            if isinstance(reply, float):
+                raise PolicyError(
+                    f"step {step}: policy returned {reply!r} (float); return an int node index such as "
+                    "int(np.argmax(scores))",
+                    step=step,
+                    value=reply,
+                )
+            task, _, done = env.step(check_action(env, task, reply, step))
+            if done:
+                break
+
+    def make_gym_env(self, scenario: Scenario | None = None) -> Any:
+        from layersched.sim.gym_env import LayerSchedEnv  # gymnasium is optional
+
+        return LayerSchedEnv(scenario)
+
+
+TRACK = LayersTrack()
