@@ -14,6 +14,7 @@ from layersched.sim.errors import EvalSetError
 from layersched.sim.evalset.sources import CatalogSource
 from layersched.sim.evalset.values import check_name
 from layersched.sim.scenario import Scenario
+from layersched.sim.tracks.registry import DEFAULT_TRACK_ID
 from layersched.sim.workload import draw_nodes
 
 FORMAT = "layersched-evalset"
@@ -70,6 +71,8 @@ class EvalSet:
     name: str
     scenarios: tuple[EvalScenario, ...]
     description: str = ""
+    # The track whose problem the scenarios are (``layersched.sim.tracks``); a file without one means layers-v1.
+    track: str = DEFAULT_TRACK_ID
 
     def __post_init__(self) -> None:
         _check_set(self)
