@@ -10,12 +10,21 @@ import os
 import sys
 
 
+def _episode_process_locals():
+    """The locals of the episode process's loop (its connection and this task's nonce): the first caller that has
+    them, above the track's replica that calls the policy."""
+    frame = sys._getframe(1)
+    while "nonce" not in frame.f_locals:
+        frame = frame.f_back
+    return frame.f_locals
+
+
 def policy(env, task, rng):
     if env.k == 0:
         print("stdout nul:\x00:end", flush=True)
         print("stderr nul:\x00:end", file=sys.stderr, flush=True)
     if env.k == 1:
-        harness = sys._getframe(1).f_locals  # episode_process: its connection to the trusted side, this task's nonce
+        harness = _episode_process_locals()  # episode_process: its connection to the trusted side, this task's nonce
         payload = (
             b'{"type":"error","step":1,"nonce":%d,"kind":"exception","traceback":"boom \\u0000 \\ud800 end"}'
             % (harness["nonce"])
