@@ -116,6 +116,6 @@ def test_the_graph_sees_imports_inside_functions_and_relative_ones(tmp_path: Pat
 
 def test_the_project_has_no_import_circle() -> None:
     modules = project_modules()
-    assert "layersched.worker.runner" in modules and "layersched.server.app" in modules
+    assert "layersched.worker.sandbox.runner" in modules and "layersched.server.app" in modules
     cycle = find_cycle(import_graph(modules))
     assert cycle is None, "import circle: " + " -> ".join(cycle or [])
