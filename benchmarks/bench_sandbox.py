@@ -45,10 +45,11 @@ from layersched.sim.env import ClusterEnv
 from layersched.sim.episode import run_episode
 from layersched.sim.episodes import EpisodeSpec, policy_seed
 from layersched.sim.scenario import Scenario
-from layersched.worker.episode_process import configure_torch, seed_globals
-from layersched.worker.limits import SandboxLimits
-from layersched.worker.runner import EpisodeJob, EpisodeOutcome, SandboxSession, open_sandbox
-from layersched.worker.sandbox_pool import SandboxPool
+from layersched.worker.sandbox.episode_process import configure_torch, seed_globals
+from layersched.worker.sandbox.limits import SandboxLimits
+from layersched.worker.sandbox.outcomes import EpisodeJob, EpisodeOutcome
+from layersched.worker.sandbox.pool import SandboxPool
+from layersched.worker.sandbox.runner import SandboxSession, open_sandbox
 
 POLICIES = Path(__file__).resolve().parents[1] / "tests" / "worker" / "policies"
 NAN = float("nan")

@@ -7,8 +7,8 @@
    alone (``stage_bundle``, as the server unpacks them) and starts in an empty folder, so nothing beside a bundle
    changes what it or the policy imports. It keeps the server's per-decision deadline and episode budget
    (``_Watchdog``) and says how far an episode got twice a second.
-2. The worker's own sandbox harness (``run_in_worker_sandbox``: ``layersched.worker.runner.open_sandbox`` with the
-   ``process`` backend): every scored episode, plus the first one again to check that the actions reproduce,
+2. The worker's own sandbox harness (``run_in_worker_sandbox``: ``layersched.worker.sandbox.runner.open_sandbox``
+   with the ``process`` backend): every scored episode, plus the first one again to check that the actions reproduce,
    exactly as the server drives them (a replica env that sees no future task, one fork per episode, the same seeds
    and decision deadline). If the worker package cannot be imported, the child runs the episodes itself with
    ``layersched.sim.episode.run_episode`` and says so.
@@ -265,7 +265,7 @@ def sample_evalset(name_or_path: str | None) -> Any:
 
 
 def _seed_globals(seed: int) -> None:
-    """As the sandbox harness does (layersched.worker.harness.seed_globals), so local runs match it."""
+    """As the sandbox harness does (layersched.worker.sandbox.harness.seed_globals), so local runs match it."""
     import numpy as np
 
     random.seed(seed)
@@ -426,7 +426,7 @@ def _ticking(emit: Callable[[dict[str, Any]], None], where: str) -> Iterator[Non
 def worker_sandbox_available() -> bool:
     """Whether the worker's sandbox runner is installed (it is part of the ``layersched`` distribution)."""
     try:
-        import layersched.worker.runner  # noqa: F401
+        import layersched.worker.sandbox.runner  # noqa: F401
     except ImportError:
         return False
     return True
@@ -443,7 +443,8 @@ def run_in_worker_sandbox(
     """Every job through the worker's harness (process backend) under ``limits`` (a ``SandboxLimits``), then the
     first again; messages as the child's, and ``progress`` with the running episode's seconds every ``HEARTBEAT_S``."""
     from layersched.sim.episodes import policy_seed
-    from layersched.worker.runner import EpisodeJob, open_sandbox
+    from layersched.worker.sandbox.outcomes import EpisodeJob
+    from layersched.worker.sandbox.runner import open_sandbox
 
     messages: list[dict[str, Any]] = []
 
@@ -474,7 +475,7 @@ def run_in_worker_sandbox(
         return record
 
     # The process backend warns that it is weaker than docker: true, and irrelevant on the student's own machine.
-    backend_log = logging.getLogger("layersched.worker.process_backend")
+    backend_log = logging.getLogger("layersched.worker.sandbox.process_backend")
     level = backend_log.level
     backend_log.setLevel(logging.ERROR)
     try:

@@ -30,7 +30,7 @@ from layersched.sdk.localrun import (
     stage_bundle,
     worker_sandbox_available,
 )
-from layersched.worker.limits import SandboxLimits
+from layersched.worker.sandbox.limits import SandboxLimits
 
 # The sandbox's budgets, which are the server's defaults (server/config.py; tests/sdk/test_validate.py checks it):
 # validate keeps the same per-decision deadline, episode, import and whole-run budgets.

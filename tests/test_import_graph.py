@@ -9,7 +9,7 @@ sdk -> server -> worker -> sandbox): the worker's runner imported its backends w
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -116,6 +116,44 @@ def test_the_graph_sees_imports_inside_functions_and_relative_ones(tmp_path: Pat
 
 def test_the_project_has_no_import_circle() -> None:
     modules = project_modules()
-    assert "layersched.worker.runner" in modules and "layersched.server.app" in modules
+    assert "layersched.worker.sandbox.runner" in modules and "layersched.server.app" in modules
     cycle = find_cycle(import_graph(modules))
     assert cycle is None, "import circle: " + " -> ".join(cycle or [])
+
+
+def _reaching(graph: Mapping[str, set[str]], inside: str, outside: Callable[[str], bool]) -> list[tuple[str, str]]:
+    return sorted(
+        (module, target)
+        for module, targets in graph.items()
+        if module.startswith(inside)
+        for target in targets
+        if outside(target)
+    )
+
+
+def test_the_sandbox_imports_nothing_of_the_pipeline() -> None:
+    """worker/sandbox/ is usable without Celery and the pipeline around it (issue 17 item 6)."""
+    graph = import_graph(project_modules())
+    assert {
+        "layersched.worker.sandbox.runner",
+        "layersched.worker.sandbox.harness",
+        "layersched.worker.pipeline",
+    } <= set(graph)
+    pipeline = _reaching(
+        graph,
+        "layersched.worker.sandbox",
+        lambda t: (
+            t.startswith("layersched.worker")
+            and not t.startswith("layersched.worker.sandbox")
+            and t != "layersched.worker"
+        ),
+    )
+    assert pipeline == []
+
+
+def test_the_simulator_and_its_tracks_import_nothing_of_the_service() -> None:
+    """sim/ (tracks included) imports nothing of sdk, server or worker: the sandbox image holds sim alone."""
+    graph = import_graph(project_modules())
+    assert "layersched.sim.tracks.layers_v1.sandbox" in graph
+    service = _reaching(graph, "layersched.sim", lambda t: not t.startswith("layersched.sim"))
+    assert service == []

@@ -35,9 +35,10 @@ from layersched.sim.errors import SimError
 from layersched.sim.evalset import EpisodeRecord, EvalJob, EvalSet, load_evalset, score_baselines
 from layersched.sim.scoring import ScenarioEpisodes, bootstrap_interval, pair_episodes, score
 from layersched.sim.version import SIM_VERSION
-from layersched.worker.limits import SandboxLimits
-from layersched.worker.runner import EpisodeJob, EpisodeOutcome, SandboxError, SandboxSession, open_sandbox
-from layersched.worker.sandbox_choice import choose_sandbox
+from layersched.worker.sandbox.choice import choose_sandbox
+from layersched.worker.sandbox.limits import SandboxLimits
+from layersched.worker.sandbox.outcomes import EpisodeJob, EpisodeOutcome, SandboxError
+from layersched.worker.sandbox.runner import SandboxSession, open_sandbox
 
 log = logging.getLogger(__name__)
 
@@ -315,10 +316,10 @@ def run_evaluation(
 
 def _rewarm(image: str) -> None:
     """After hidden episodes: every page of the image back in the page cache, so that whatever the policy's reads
-    brought in (pages the host had dropped meanwhile) tells a later sandbox nothing (worker/cache_guard.py)."""
+    brought in (pages the host had dropped meanwhile) tells a later sandbox nothing (worker/sandbox/cache_guard.py)."""
     import docker
 
-    from layersched.worker.docker_backend import warm_image
+    from layersched.worker.sandbox.docker_backend import warm_image
 
     try:
         client = docker.from_env()

@@ -4,7 +4,7 @@
 * broker: kombu's SQLAlchemy transport on a second SQLite file (a real, persistent embedded broker);
 * a Celery worker in a child process (with the reconciler), the API and web pages in this process (uvicorn);
 * sandbox: Docker when an engine and the sandbox image are there, otherwise the process sandbox; the first lines say
-  which, and why in plain words (``worker/sandbox_choice.py``);
+  which, and why in plain words (``worker/sandbox/choice.py``);
 * the evaluation set ``hidden_seeds/sample.toml`` (or ``LAYERSCHED_EVALSET_PATH``), registered with the six
   baselines scored on it as the leaderboard's reference rows (on every core, the first time for a set and simulator
   version, with a line every tenth of the episodes: ``layersched: baselines 45/150 episodes``).
@@ -31,7 +31,7 @@ import httpx
 from layersched.server.config import Settings, get_settings
 from layersched.sim.ordered_pool import available_cores
 from layersched.worker.evalsets import register_and_score
-from layersched.worker.sandbox_choice import choose_sandbox
+from layersched.worker.sandbox.choice import choose_sandbox
 
 log = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1  # linux/prctl.h

@@ -17,7 +17,7 @@ from layersched.server.config import get_settings
 from layersched.server.db import make_engine, make_sessionmaker
 from layersched.server.queue import QUEUES, CeleryEnqueuer
 from layersched.worker.reconcile import Reconciler
-from layersched.worker.sandbox_choice import engine_address
+from layersched.worker.sandbox.choice import engine_address
 
 log = logging.getLogger(__name__)
 _reconciler: Reconciler | None = None
@@ -31,7 +31,7 @@ def _on_ready(**_: Any) -> None:
         log.info("running as root, on purpose: each sandbox's channel socket is given to the sandbox's user alone")
     if settings.sandbox_backend != "process":  # with the process sandbox there is no engine to sweep
         try:
-            from layersched.worker.docker_backend import sweep_orphans
+            from layersched.worker.sandbox.docker_backend import sweep_orphans
 
             removed = sweep_orphans()
             if removed:
@@ -57,14 +57,14 @@ def _start_sandbox_pool(**_: Any) -> None:
     if settings.sandbox_pool_size == 0 or settings.sandbox_backend == "process":
         return
     from layersched.worker.pipeline import sandbox_limits
-    from layersched.worker.sandbox_pool import SandboxPool, install
+    from layersched.worker.sandbox.pool import SandboxPool, install
 
     install(SandboxPool(size=settings.sandbox_pool_size, limits=sandbox_limits(settings), image=settings.sandbox_image))
 
 
 @worker_process_shutdown.connect  # type: ignore[untyped-decorator]
 def _stop_sandbox_pool(**_: Any) -> None:
-    from layersched.worker.sandbox_pool import uninstall
+    from layersched.worker.sandbox.pool import uninstall
 
     pool = uninstall()
     if pool is not None:
@@ -82,7 +82,8 @@ def run_worker(argv: Sequence[str] = (), *, banner: bool = True) -> None:
 
     if os.geteuid() == 0:
         # Celery warns against root in a page-long banner; here root is deliberate: only root can give each
-        # sandbox's channel socket to the sandbox's user alone (worker/run_dirs.py). _on_ready says so in a line.
+        # sandbox's channel socket to the sandbox's user alone (worker/sandbox/run_dirs.py). _on_ready says so in a
+        # line.
         warnings.filterwarnings("ignore", category=SecurityWarning)
     app.worker_main(
         [

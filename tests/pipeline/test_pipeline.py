@@ -13,7 +13,7 @@ from layersched.server.models import EpisodeResult
 from layersched.sim.baselines import BASELINES
 from layersched.sim.evalset import evaluate_policy, load_evalset
 from layersched.worker.pipeline import RetryableError, run_evaluation
-from layersched.worker.runner import open_sandbox
+from layersched.worker.sandbox.runner import open_sandbox
 from tests.pipeline.conftest import SAMPLE, Submitted, evaluation, organiser
 
 

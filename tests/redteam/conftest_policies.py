@@ -23,11 +23,12 @@ from layersched.server.admin import upgrade_database
 from layersched.server.config import Settings
 from layersched.sim.episodes import EpisodeSpec, policy_seed
 from layersched.sim.scenario import NodeRanges, Scenario
-from layersched.worker.docker_backend import LABEL, WORKER_LABEL, worker_identity
 from layersched.worker.evalsets import register_and_score
-from layersched.worker.limits import MiB, SandboxLimits
-from layersched.worker.run_dirs import RUN_DIR_PREFIX
-from layersched.worker.runner import EpisodeJob, EpisodeOutcome, SandboxSession, open_sandbox
+from layersched.worker.sandbox.docker_backend import LABEL, WORKER_LABEL, worker_identity
+from layersched.worker.sandbox.limits import MiB, SandboxLimits
+from layersched.worker.sandbox.outcomes import EpisodeJob, EpisodeOutcome
+from layersched.worker.sandbox.run_dirs import RUN_DIR_PREFIX
+from layersched.worker.sandbox.runner import SandboxSession, open_sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICIES = Path(__file__).parent / "policies"

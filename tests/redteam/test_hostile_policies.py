@@ -83,10 +83,11 @@ from layersched.server.db import make_engine, make_sessionmaker
 from layersched.server.models import EpisodeResult, Evaluation
 from layersched.sim.episodes import EpisodeSpec
 from layersched.sim.scenario import Scenario
-from layersched.worker.limits import MiB
 from layersched.worker.pipeline import run_evaluation
-from layersched.worker.runner import EpisodeOutcome, SandboxSession, open_sandbox, worker_sim_fingerprint
-from layersched.worker.sandbox_pool import SandboxPool
+from layersched.worker.sandbox.limits import MiB
+from layersched.worker.sandbox.outcomes import EpisodeOutcome
+from layersched.worker.sandbox.pool import SandboxPool
+from layersched.worker.sandbox.runner import SandboxSession, open_sandbox, worker_sim_fingerprint
 from tests.redteam.conftest_policies import (  # noqa: F401 - fixtures, registered by being imported
     CONTROL,
     GREEDY,
@@ -407,7 +408,7 @@ def test_the_harness_cannot_be_read_or_written_by_an_episode() -> None:
 
 
 def test_an_episode_can_neither_drop_nor_query_cached_pages() -> None:
-    """What the page cache of shared files holds cannot be steered from a sandbox (worker/cache_guard.py)."""
+    """What the page cache of shared files holds cannot be steered from a sandbox (worker/sandbox/cache_guard.py)."""
     (run,) = run_sandbox(POLICIES / "cache_evictor")
     assert run.outcome.status == "ok", run.outcome.message
     assert last_json(run.outcome.stdout) == {

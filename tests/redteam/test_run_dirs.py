@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from layersched.worker import run_dirs
-from layersched.worker.run_dirs import LOCK_NAME, RUN_DIR_PREFIX, RunDir, sweep_dead_run_dirs
+from layersched.worker.sandbox import run_dirs
+from layersched.worker.sandbox.run_dirs import LOCK_NAME, RUN_DIR_PREFIX, RunDir, sweep_dead_run_dirs
 
 OWNER = """
 import sys, time
-from layersched.worker.run_dirs import RunDir
+from layersched.worker.sandbox.run_dirs import RunDir
 run = RunDir.create()
 print(run.path, flush=True)
 time.sleep(3600)
@@ -56,7 +56,11 @@ def test_a_dead_workers_directory_is_removed() -> None:
         owner = subprocess.Popen([sys.executable, "-c", OWNER], stdout=subprocess.PIPE, text=True, env=env)
         assert owner.stdout is not None
         path = Path(owner.stdout.readline().strip())
-        sweep = [sys.executable, "-c", "from layersched.worker.run_dirs import sweep_dead_run_dirs as s; print(s())"]
+        sweep = [
+            sys.executable,
+            "-c",
+            "from layersched.worker.sandbox.run_dirs import sweep_dead_run_dirs as s; print(s())",
+        ]
         alive = subprocess.run(sweep, capture_output=True, text=True, env=env, check=True)
         assert (alive.stdout.strip(), path.is_dir()) == ("0", True)
         owner.kill()  # SIGKILL: no clean-up of its own

@@ -19,7 +19,7 @@ from layersched.server.config import Settings
 from layersched.server.models import Evaluation, Submission
 from layersched.worker import tasks
 from layersched.worker.pipeline import run_evaluation
-from layersched.worker.runner import open_sandbox
+from layersched.worker.sandbox.runner import open_sandbox
 from tests.pipeline.conftest import (  # noqa: F401 - fixtures, registered by being imported
     Submitted,
     baseline_cache,

@@ -183,7 +183,7 @@ SLOW_FROM_STEP_40 = GREEDY.replace(
 @needs_server
 def test_the_default_deadline_is_the_servers(capsys: pytest.CaptureFixture[str]) -> None:
     from layersched.server.config import Settings
-    from layersched.worker.limits import SandboxLimits
+    from layersched.worker.sandbox.limits import SandboxLimits
 
     server = Settings(_env_file=None)  # type: ignore[call-arg]
     assert inspect.signature(validate).parameters["deadline_s"].default == server.decision_seconds
@@ -216,7 +216,8 @@ def test_a_slow_policy_gets_the_servers_timeout(tmp_path: Path, use_worker_sandb
 def test_the_timeout_reads_as_the_servers_sandbox_reports_it(tmp_path: Path) -> None:
     from layersched.sim.episodes import policy_seed
     from layersched.sim.evalset import SAMPLE_PATH, load_evalset
-    from layersched.worker.runner import EpisodeJob, open_sandbox
+    from layersched.worker.sandbox.outcomes import EpisodeJob
+    from layersched.worker.sandbox.runner import open_sandbox
 
     path = write(tmp_path, SLOW_FROM_STEP_40)
     report = validate(path, max_episodes=1)

@@ -18,7 +18,7 @@ from layersched.server.bundles import inspect_bundle, store_bundle, unpack_bundl
 from layersched.server.config import Settings
 from layersched.server.errors import InvalidBundle
 from layersched.worker.pipeline import sandbox_limits
-from layersched.worker.runner import stage_bundle
+from layersched.worker.sandbox.staging import stage_bundle
 
 POLICY = b"def policy(env, task, rng):\n    return 0\n"
 

@@ -23,9 +23,10 @@ from layersched.sim.env import ClusterEnv
 from layersched.sim.episode import EpisodeResult, run_episode
 from layersched.sim.episodes import EpisodeSpec, policy_seed
 from layersched.sim.scenario import CloudNode, NodeRanges, Scenario
-from layersched.worker.episode_process import seed_globals
-from layersched.worker.limits import MiB, SandboxLimits
-from layersched.worker.runner import EpisodeJob, EpisodeOutcome, SandboxSession, open_sandbox
+from layersched.worker.sandbox.episode_process import seed_globals
+from layersched.worker.sandbox.limits import MiB, SandboxLimits
+from layersched.worker.sandbox.outcomes import EpisodeJob, EpisodeOutcome
+from layersched.worker.sandbox.runner import SandboxSession, open_sandbox
 
 POLICIES = Path(__file__).parent / "policies"
 LAB = Scenario(n_tasks=60)

@@ -31,10 +31,10 @@ import docker
 import pytest
 from docker.errors import APIError, NotFound
 
-from layersched.worker.backend import BackendUnavailable
-from layersched.worker.docker_backend import WORKER_LABEL, DockerBackend, worker_identity
-from layersched.worker.limits import SandboxLimits
-from layersched.worker.runner import open_sandbox
+from layersched.worker.sandbox.backend import BackendUnavailable
+from layersched.worker.sandbox.docker_backend import WORKER_LABEL, DockerBackend, worker_identity
+from layersched.worker.sandbox.limits import SandboxLimits
+from layersched.worker.sandbox.runner import open_sandbox
 
 from .sandbox_contract import EPISODES, LAB, POLICIES, make_job, write_policy
 

@@ -23,10 +23,10 @@ import pytest
 from layersched.sim.scenario import Scenario
 from layersched.sim.tracks.layers_v1.sandbox import nodes_to_wire
 from layersched.sim.workload import draw_episode
-from layersched.worker import protocol
-from layersched.worker.capture import Capture
-from layersched.worker.harness import Harness, empty_scratch
-from layersched.worker.wire import replica_from_frame, scenario_frame
+from layersched.worker.sandbox import protocol
+from layersched.worker.sandbox.capture import Capture
+from layersched.worker.sandbox.harness import Harness, empty_scratch
+from layersched.worker.sandbox.wire import replica_from_frame, scenario_frame
 
 POLICIES = Path(__file__).parent / "policies"
 DEADLINE = 10.0

@@ -17,10 +17,10 @@ from layersched.sim.catalog import load_catalog
 from layersched.sim.scenario import CloudNode, Scenario
 from layersched.sim.tracks.layers_v1.sandbox import nodes_from_wire, nodes_to_wire
 from layersched.sim.workload import NodeSpec
-from layersched.worker import protocol
-from layersched.worker.capture import Capture
-from layersched.worker.limits import SandboxLimits
-from layersched.worker.wire import action_message, replica_from_frame, scenario_frame
+from layersched.worker.sandbox import protocol
+from layersched.worker.sandbox.capture import Capture
+from layersched.worker.sandbox.limits import SandboxLimits
+from layersched.worker.sandbox.wire import action_message, replica_from_frame, scenario_frame
 
 
 def frame(payload: bytes) -> bytes:

@@ -12,10 +12,10 @@ from typing import Any, Literal
 
 import pytest
 
-from layersched.worker import protocol
-from layersched.worker.limits import SandboxLimits
-from layersched.worker.run_dirs import SOCKET_NAME
-from layersched.worker.runner import MAX_TRACEBACK_CHARS, SandboxSession
+from layersched.worker.sandbox import protocol
+from layersched.worker.sandbox.limits import SandboxLimits
+from layersched.worker.sandbox.run_dirs import SOCKET_NAME
+from layersched.worker.sandbox.runner import MAX_TRACEBACK_CHARS, SandboxSession
 
 POLICY = Path(__file__).parent / "policies" / "greedy"
 READY = {"type": "ready", "python": "3.11", "numpy": "2", "torch": None, "preloaded": [], "import_seconds": 0.1}

@@ -10,9 +10,11 @@ import sys
 import pytest
 
 from layersched.sim.episodes import EpisodeSpec
-from layersched.worker.limits import SandboxLimits
-from layersched.worker.process_backend import unshare_prefix
-from layersched.worker.runner import BundleError, HiddenEpisodeRefused, SandboxError, open_sandbox, stage_bundle
+from layersched.worker.sandbox.limits import SandboxLimits
+from layersched.worker.sandbox.outcomes import BundleError, HiddenEpisodeRefused, SandboxError
+from layersched.worker.sandbox.process_backend import unshare_prefix
+from layersched.worker.sandbox.runner import open_sandbox
+from layersched.worker.sandbox.staging import stage_bundle
 
 from .sandbox_contract import EPISODES, KILL_PARENT, LAB, POLICIES, SandboxContract, make_job, write_policy
 
@@ -53,7 +55,7 @@ def test_hidden_episodes_are_refused_unless_allowed():
 def test_runner_import_is_light():
     # The worker package is imported by Celery and the server's tests: no docker SDK, celery or torch on import.
     code = (
-        "import sys, layersched.worker, layersched.worker.runner; "
+        "import sys, layersched.worker, layersched.worker.sandbox.runner; "
         "print(sorted(m for m in ('docker', 'celery', 'torch') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)

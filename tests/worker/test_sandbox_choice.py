@@ -10,7 +10,7 @@ import pytest
 
 from layersched.server.config import Settings
 from layersched.sim.version import RULES_HASH
-from layersched.worker.sandbox_choice import choose_sandbox
+from layersched.worker.sandbox.choice import choose_sandbox
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("sandbox_image")]
 

@@ -17,11 +17,11 @@ import docker
 import pytest
 from docker.errors import NotFound
 
-from layersched.worker import docker_backend
-from layersched.worker.docker_backend import IPC_OFF, LABEL, WORKER_LABEL, sweep_orphans, worker_identity
-from layersched.worker.limits import MiB, SandboxLimits
-from layersched.worker.runner import open_sandbox
-from layersched.worker.wire import NONCE_ENV
+from layersched.worker.sandbox import docker_backend
+from layersched.worker.sandbox.docker_backend import IPC_OFF, LABEL, WORKER_LABEL, sweep_orphans, worker_identity
+from layersched.worker.sandbox.limits import MiB, SandboxLimits
+from layersched.worker.sandbox.runner import open_sandbox
+from layersched.worker.sandbox.wire import NONCE_ENV
 
 from .sandbox_contract import EPISODES, LAB, POLICIES, SandboxContract, make_job
 

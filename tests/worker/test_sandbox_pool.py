@@ -19,13 +19,14 @@ import docker
 import pytest
 from docker.errors import NotFound
 
-from layersched.worker import sandbox_pool
-from layersched.worker.docker_backend import LABEL, WORKER_LABEL, worker_identity
-from layersched.worker.limits import MiB, SandboxLimits
-from layersched.worker.run_dirs import RUN_DIR_PREFIX
-from layersched.worker.runner import BundleError, SandboxSession, open_sandbox
-from layersched.worker.sandbox_pool import SandboxPool
-from layersched.worker.wire import NONCE_ENV
+from layersched.worker.sandbox import pool as sandbox_pool
+from layersched.worker.sandbox.docker_backend import LABEL, WORKER_LABEL, worker_identity
+from layersched.worker.sandbox.limits import MiB, SandboxLimits
+from layersched.worker.sandbox.outcomes import BundleError
+from layersched.worker.sandbox.pool import SandboxPool
+from layersched.worker.sandbox.run_dirs import RUN_DIR_PREFIX
+from layersched.worker.sandbox.runner import SandboxSession, open_sandbox
+from layersched.worker.sandbox.wire import NONCE_ENV
 
 from .sandbox_contract import EPISODES, LAB, POLICIES, SandboxContract, make_job
 

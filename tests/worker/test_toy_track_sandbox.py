@@ -16,9 +16,10 @@ import pytest
 from layersched.sim.episode import trace_hash
 from layersched.sim.episodes import EpisodeSpec, policy_seed
 from layersched.sim.tracks import load_track_module
-from layersched.worker.episode_process import seed_globals
-from layersched.worker.limits import SandboxLimits
-from layersched.worker.runner import EpisodeJob, open_sandbox
+from layersched.worker.sandbox.episode_process import seed_globals
+from layersched.worker.sandbox.limits import SandboxLimits
+from layersched.worker.sandbox.outcomes import EpisodeJob
+from layersched.worker.sandbox.runner import open_sandbox
 from tests.toy_track import ToyScenario
 
 REPO = Path(__file__).resolve().parents[2]

@@ -24,7 +24,7 @@ REPO_NAME=layersched-sandbox
 SITE=usr/local/lib/python3.11/dist-packages
 PY="${PYTHON:-python3}"   # host Python 3.11: same bytecode magic as the image's 3.11.2, so .pyc files are valid
 # The worker's modules that run inside the sandbox (the harness and what it imports); the Dockerfile copies the same.
-SANDBOX_MODULES=(__init__.py harness.py episode_process.py capture.py cache_guard.py wire.py protocol.py)
+SANDBOX_MODULES=(__init__.py harness.py episode_process.py capture.py cache_guard.py wire.py protocol.py)  # in worker/sandbox/
 
 mkdir -p "$CACHE"
 exec 9>"$CACHE/.lock"
@@ -59,7 +59,7 @@ inputs_hash() {
         (cd "$WHEELS" && sha256sum -- *.whl)
         (cd "$REPO" && find sim -type f \( -name '*.py' -o -name '*.c' -o -path 'sim/data/*' -o -name py.typed \) \
             -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum)
-        (cd "$REPO" && sha256sum "${SANDBOX_MODULES[@]/#/worker/}")
+        (cd "$REPO" && sha256sum worker/__init__.py "${SANDBOX_MODULES[@]/#/worker/sandbox/}")
     } | sha256sum | cut -c1-16
 }
 HASH="$(inputs_hash)"
@@ -84,12 +84,13 @@ rm -rf "$STAGE/$SITE/bin"
 
 # layersched: the simulator and the harness only (no sdk, server, docker SDK or celery), as a namespace package.
 PKG="$STAGE/$SITE/layersched"
-mkdir -p "$PKG/sim/data" "$PKG/sim/evalset" "$PKG/worker"
+mkdir -p "$PKG/sim/data" "$PKG/sim/evalset" "$PKG/worker/sandbox"
 # observe()'s C kernel travels as source only (the rules hash reads it); the sandbox runs observe()'s Python loop,
 # which gives the same bits. The tracks' packages keep their layout (the harness imports a track by module name).
 (cd "$REPO/sim" && cp -- *.py *.c py.typed "$PKG/sim/" && cp -- data/* "$PKG/sim/data/" && cp -- evalset/*.py "$PKG/sim/evalset/" \
     && find tracks -name '*.py' -not -path '*/__pycache__/*' -exec cp --parents -- {} "$PKG/sim/" \;)
-cp "${SANDBOX_MODULES[@]/#/$REPO/worker/}" "$PKG/worker/"
+cp "$REPO/worker/__init__.py" "$PKG/worker/"
+cp "${SANDBOX_MODULES[@]/#/$REPO/worker/sandbox/}" "$PKG/worker/sandbox/"
 "$PY" -m compileall -q "$PKG" >&2
 # The rules hash of the simulator copied into the image, computed from those very files (-I: not the host's
 # editable install). Workers compare it with their own before choosing this image.
@@ -117,7 +118,7 @@ tar --numeric-owner -C "$STAGE" -c . | docker import \
     --change "LABEL layersched.sandbox.inputs=$HASH" \
     --change "LABEL layersched.rules=$RULES" \
     --change "LABEL layersched.sandbox.checkout=$REPO" \
-    --change 'CMD ["python3", "-m", "layersched.worker.harness", "--help"]' \
+    --change 'CMD ["python3", "-m", "layersched.worker.sandbox.harness", "--help"]' \
     - "$TAG" >&2
 docker tag "$TAG" "$REPO_NAME:latest"
 rm -rf "$STAGE"

@@ -67,6 +67,7 @@ class LayersEpisode:
         # What env.reset(rng) does, keeping the node specs to send: the replica learns them, not the workload's rng.
         self._specs = draw_nodes(env.scenario, workload)
         env.start(self._specs)
+        self._n_nodes = env.n_nodes
         self.tasks: list[Task] = []
         self.actions: list[int] = []
         self._step = 0
@@ -80,7 +81,12 @@ class LayersEpisode:
         return (task.arrival, task.image, task.cycles)
 
     def check(self, value: object, step: int) -> int:
-        return check_action(self.env, self.tasks[self._step], value, step)
+        task = self.tasks[self._step]
+        # A plain int of a node that can store the image passes check_action unchanged: tested here without the
+        # call (as run_episode does), once per decision; anything else gets check_action's verdict.
+        if type(value) is int and 0 <= value < self._n_nodes and self.env._fits[task.image][value]:
+            return value
+        return check_action(self.env, task, value, step)
 
     def advance(self, action: int, announce: Callable[[Any], None]) -> bool:
         k = self._step + 1

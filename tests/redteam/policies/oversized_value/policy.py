@@ -5,7 +5,7 @@ cut by anything in the sandbox). The trusted side must cut it before it becomes 
 import os
 import sys
 
-from layersched.worker import protocol
+from layersched.worker.sandbox import protocol
 
 
 def _episode_process_locals():

@@ -3,7 +3,7 @@ every action arrives twice: the copy answers a task that was already answered (`
 
 import sys
 
-from layersched.worker import protocol
+from layersched.worker.sandbox import protocol
 
 
 def _episode_process_locals():

@@ -2,7 +2,7 @@
 blind guess at the next task, carrying step 0's nonce), then suppresses the harness's real reply to step 1. The
 step number is right; the nonce cannot be, since task 1's nonce did not exist yet (``protocol_error``)."""
 
-from layersched.worker import protocol
+from layersched.worker.sandbox import protocol
 
 _encode = protocol.encode_action
 

@@ -4,7 +4,7 @@
 import struct
 import sys
 
-from layersched.worker import protocol
+from layersched.worker.sandbox import protocol
 
 _encode = protocol.encode_action
 _sent = []

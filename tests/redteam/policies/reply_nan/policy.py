@@ -2,7 +2,7 @@
 
 import struct
 
-from layersched.worker import protocol
+from layersched.worker.sandbox import protocol
 
 _encode = protocol.encode_action
 

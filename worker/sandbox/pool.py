@@ -45,10 +45,10 @@ from typing import Any
 import requests
 from docker.errors import APIError, DockerException, NotFound
 
-from layersched.worker import protocol
-from layersched.worker.docker_backend import DEFAULT_IMAGE, DockerBackend
-from layersched.worker.limits import SandboxLimits
-from layersched.worker.run_dirs import RunDir
+from layersched.worker.sandbox import protocol
+from layersched.worker.sandbox.docker_backend import DEFAULT_IMAGE, DockerBackend
+from layersched.worker.sandbox.limits import SandboxLimits
+from layersched.worker.sandbox.run_dirs import RunDir
 
 log = logging.getLogger(__name__)
 

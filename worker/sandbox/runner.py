@@ -6,15 +6,15 @@
         outcome = session.run_episode(EpisodeJob("lab", scenario, episode, policy_seed(...)))
 
 One sandbox (container or process) serves all episodes of a session; each episode runs in a process of its own that
-imports the policy afresh (``layersched.worker.harness``), so no episode can hand anything to another. Per decision
-the worker sends the current task and reads one reply; the reply is parsed strictly and the action checked against
-the authoritative ``ClusterEnv`` with ``check_action``.
+imports the policy afresh (``layersched.worker.sandbox.harness``), so no episode can hand anything to another. Per
+decision the worker sends the decision's payload and reads one reply; the reply is parsed strictly and the action
+checked by the job's track's authoritative simulator (``layersched.sim.tracks``: ``TrustedEpisode.check``).
 There is no fallback action: the first bad reply ends the episode with a status and a message naming the step and
 the offending value. Scores come only from this side's simulator. The sandbox never sees a task before it has
 committed to the previous action; the next task is sent right after that check, so the sandbox's decision and the
 simulator's step run at the same time.
 
-A docker sandbox may come from a warm pool (``layersched.worker.sandbox_pool``): a container started before the
+A docker sandbox may come from a warm pool (``layersched.worker.sandbox.pool``): a container started before the
 evaluation, never used, into whose mounted bundle directory the bundle is copied; it too serves this session only.
 
 If the sandbox itself breaks (the harness dies or stops answering), the session replaces it before the next
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import logging
 import re
 import secrets
@@ -48,34 +47,32 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from layersched.sim.episode import trace_hash
-from layersched.sim.episodes import EpisodeSpec
 from layersched.sim.errors import PolicyError
-from layersched.sim.tracks import DEFAULT_TRACK_ID, TrustedSimulator, get_track
+from layersched.sim.tracks import TrustedSimulator, get_track
 from layersched.sim.version import SIM_VERSION
-from layersched.worker import protocol
-from layersched.worker.backend import Backend, BackendName, BackendUnavailable, Detachable
-from layersched.worker.limits import SandboxLimits
-from layersched.worker.run_dirs import RunDir, sweep_dead_run_dirs
-from layersched.worker.wire import MAX_VALUE_CHARS, scenario_frame, sim_fingerprint
+from layersched.worker.sandbox import protocol
+from layersched.worker.sandbox.backend import Backend, BackendName, BackendUnavailable, Detachable
+from layersched.worker.sandbox.limits import SandboxLimits
+from layersched.worker.sandbox.outcomes import (
+    EpisodeJob,
+    EpisodeOutcome,
+    EpisodeTiming,
+    HiddenEpisodeRefused,
+    SandboxError,
+    Status,
+)
+from layersched.worker.sandbox.run_dirs import RunDir, sweep_dead_run_dirs
+from layersched.worker.sandbox.staging import stage_bundle
+from layersched.worker.sandbox.wire import MAX_VALUE_CHARS, scenario_frame, sim_fingerprint
 
 if TYPE_CHECKING:
-    from layersched.worker.sandbox_pool import SandboxPool, WarmSandbox
+    from layersched.worker.sandbox.pool import SandboxPool, WarmSandbox
 
 log = logging.getLogger(__name__)
 
-Status = Literal[
-    "ok",
-    "invalid_action",
-    "protocol_error",
-    "timeout",
-    "memory_exceeded",
-    "crash",
-    "import_error",
-    "infrastructure_error",
-]
 # How long an episode process that was told to end gets to exit (and flush its output) before it is killed.
 END_GRACE_SECONDS = 1.0
 # How long a sandbox whose channel was lost gets to show as stopped (a kill from outside is not seen at once).
@@ -90,76 +87,6 @@ _ERROR_KINDS = ("exception", "memory", "replica", "import")
 # (a JSON "\ud800" escape decodes to one; it cannot be encoded as UTF-8). Recording them would fail the whole
 # evaluation on the service's side, so they become U+FFFD in every text an outcome carries.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-class SandboxError(Exception):
-    """The sandbox cannot be used as asked (bad bundle, refused episode, unknown backend)."""
-
-
-class BundleError(SandboxError):
-    """A submission bundle breaks the bundle rules (layout, size, file count, links)."""
-
-
-class HiddenEpisodeRefused(SandboxError):
-    """A hidden (keyed) episode was sent to the process backend without the organiser's explicit permission."""
-
-
-@dataclass(frozen=True)
-class EpisodeJob:
-    """One episode to evaluate: the scenario (by name and value, a scenario of ``track``), the episode, and the
-    policy's seed."""
-
-    scenario_name: str
-    scenario: Any
-    episode: EpisodeSpec
-    policy_seed: int
-    track: str = DEFAULT_TRACK_ID
-
-
-@dataclass(frozen=True)
-class EpisodeTiming:
-    """Where an ``ok`` episode's wall time went, for benchmarks (never for scores).
-
-    Measured on the trusted side: ``setup_seconds``, from the start of the episode to sending its first task (the
-    sandbox forks the episode process, which connects); ``reply_wait_seconds``, from sending each task to having
-    the reply, summed; ``end_seconds``, from the last reply to the harness's report that the episode process has
-    exited (its exit included). The rest is the harness's own report (untrusted: the policy runs in its process)
-    of the episode process's time: in the policy's calls, updating the replica, waiting for (and reading) the next
-    task, and sending the reply.
-    """
-
-    decisions: int
-    setup_seconds: float
-    end_seconds: float
-    reply_wait_seconds: float
-    policy_seconds: float
-    replica_seconds: float
-    task_wait_seconds: float
-    send_seconds: float
-
-
-@dataclass(frozen=True)
-class EpisodeOutcome:
-    """How one episode ended. ``metrics`` (the track's record, ``TrustedEpisode.metrics``) only for ``ok``;
-    ``trace_hash`` covers the ``n_actions`` accepted actions.
-
-    ``step`` is the step at which it failed (None: it did not fail at a step). ``message`` may quote what the
-    sandbox wrote (a traceback, a bad value), cut to ``MAX_MESSAGE_CHARS``.
-    """
-
-    scenario_name: str
-    episode_id: str
-    status: Status
-    message: str
-    metrics: Any
-    trace_hash: str
-    n_actions: int
-    step: int | None = None
-    stdout: str = ""
-    stderr: str = ""
-    stdout_dropped: int = 0
-    stderr_dropped: int = 0
-    timing: EpisodeTiming | None = None
 
 
 # What each reply from an episode process must hold, exactly (checked once per decision).
@@ -200,56 +127,6 @@ _READY_FIELDS: dict[str, type | tuple[type, ...]] = {
     "preloaded": list,
     "import_seconds": (int, float),
 }
-
-
-# ---------------------------------------------------------------------------------------------- bundle
-
-
-def stage_bundle(source: Path, run_dir: Path, limits: SandboxLimits) -> tuple[Path, str]:
-    """Check a bundle (a ``.py`` file or a directory with ``policy.py``) and copy it into ``run_dir/bundle``.
-
-    Returns the staged directory and the bundle's SHA-256 (over sorted relative paths and file contents), which
-    identifies the submission in results and seeds the policy's rng. Raises ``BundleError`` naming the problem.
-    """
-    source = Path(source)
-    files: list[tuple[str, Path]] = []
-    if source.is_file():
-        if source.suffix != ".py":
-            raise BundleError(f"a single-file bundle must be a .py file, got {source.name!r}")
-        files.append(("policy.py", source))
-    elif source.is_dir():
-        for path in sorted(source.rglob("*")):
-            rel = path.relative_to(source).as_posix()
-            if path.is_symlink():
-                raise BundleError(f"bundle contains a symbolic link: {rel!r}")
-            if path.is_dir():
-                continue
-            if not path.is_file():
-                raise BundleError(f"bundle contains a special file: {rel!r}")
-            if "__pycache__" in path.parts:
-                continue
-            files.append((rel, path))
-            if len(files) > limits.bundle_files:
-                raise BundleError(f"bundle has more than {limits.bundle_files} files")
-        if not (source / "policy.py").is_file():
-            raise BundleError(f"bundle directory {str(source)!r} has no policy.py")
-    else:
-        raise BundleError(f"bundle {str(source)!r} does not exist")
-    total = sum(path.stat().st_size for _, path in files)
-    if total > limits.bundle_bytes:
-        raise BundleError(f"bundle is {total} bytes, more than the limit of {limits.bundle_bytes} bytes")
-    staged = run_dir / "bundle"
-    digest = hashlib.sha256()
-    for rel, path in files:
-        data = path.read_bytes()
-        digest.update(rel.encode() + b"\0" + hashlib.sha256(data).digest())
-        target = staged / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        target.chmod(0o644)
-    for directory in [staged, *(p for p in staged.rglob("*") if p.is_dir())]:
-        directory.chmod(0o755)
-    return staged, digest.hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------- session
@@ -1088,8 +965,8 @@ def open_sandbox(
     limits = limits if limits is not None else SandboxLimits()
     impl: Backend
     if backend == "docker":
-        from layersched.worker import sandbox_pool
-        from layersched.worker.docker_backend import DockerBackend
+        from layersched.worker.sandbox import pool as sandbox_pool
+        from layersched.worker.sandbox.docker_backend import DockerBackend
 
         pool = pool if pool is not None else sandbox_pool.installed()
         warm = pool.claim(limits, image) if pool is not None else None
@@ -1097,7 +974,7 @@ def open_sandbox(
             return SandboxSession(Path(bundle_dir), warm.backend, limits, allow_process_for_hidden, warm=warm)
         impl = DockerBackend(limits, image=image)
     elif backend == "process":
-        from layersched.worker.process_backend import ProcessBackend
+        from layersched.worker.sandbox.process_backend import ProcessBackend
 
         impl = ProcessBackend(limits)
     else:

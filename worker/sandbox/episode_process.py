@@ -1,6 +1,6 @@
 """The episode process: a fresh import of the participant's policy that serves exactly one episode.
 
-The harness (``layersched.worker.harness``) forks it ahead of its episode; here it
+The harness (``layersched.worker.sandbox.harness``) forks it ahead of its episode; here it
 
 1. imports ``policy.py`` from the bundle with every global generator seeded with 0 (import-time randomness is
    reproducible), torch single-threaded and deterministic;
@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 
 from layersched.sim.tracks import Replica
-from layersched.worker import protocol
-from layersched.worker.wire import action_message
+from layersched.worker.sandbox import protocol
+from layersched.worker.sandbox.wire import action_message
 
 Policy = Callable[..., Any]
 

@@ -1,13 +1,13 @@
 """The sandbox's supervisor: starts one fresh episode process per episode and never runs code of the participant.
 
 Runs *inside* the sandbox with the standard library, numpy and ``layersched.sim`` (and torch, which it imports
-itself when the bundle uses it), as ``python3 -m layersched.worker.harness --socket PATH --bundle DIR``.
+itself when the bundle uses it), as ``python3 -m layersched.worker.sandbox.harness --socket PATH --bundle DIR``.
 
 * It makes itself non-dumpable (no process of the same user may ptrace it, read or write its memory or take its file
   descriptors), connects its control connection and reports its simulator's fingerprint with the start nonce the
   worker gave it (``sim``).
-* It forks the first episode process (``layersched.worker.episode_process``), which imports the policy and tells it
-  how that went; the harness answers ``ready`` or ``import_error`` (with the import's output).
+* It forks the first episode process (``layersched.worker.sandbox.episode_process``), which imports the policy and
+  tells it how that went; the harness answers ``ready`` or ``import_error`` (with the import's output).
 * Per ``episode`` it hands the episode's id and scenario to the waiting episode process, which connects to the
   trusted side on a connection of its own (where it gets the episode's seed and nodes) and plays the episode. The
   harness captures its stdout/stderr (bounded, the rest counted), kills it on request (timeouts are the trusted
@@ -21,7 +21,7 @@ gone, the scratch space is empty, System V IPC and POSIX message queues are swit
 (``docker_backend``), and the process they are all forked from holds nothing an episode wrote: it never reads
 their output into its own heap (``capture``) and never receives an episode's nodes or tasks. What the harness
 reports is true because the participant's code never ran in it. ``--await-load`` (warm pool,
-``layersched.worker.sandbox_pool``): the container starts before its bundle exists; after ``sim`` the harness waits,
+``layersched.worker.sandbox.pool``): the container starts before its bundle exists; after ``sim`` the harness waits,
 answering pings, until the worker has copied the bundle in and sends ``load``.
 """
 
@@ -47,10 +47,10 @@ from typing import Any
 import numpy as np
 
 from layersched.sim.tracks import Replica
-from layersched.worker import protocol
-from layersched.worker.cache_guard import forbid_cache_control
-from layersched.worker.capture import Capture
-from layersched.worker.episode_process import (
+from layersched.worker.sandbox import protocol
+from layersched.worker.sandbox.cache_guard import forbid_cache_control
+from layersched.worker.sandbox.capture import Capture
+from layersched.worker.sandbox.episode_process import (
     EXIT_HARNESS,
     EXIT_OK,
     Imported,
@@ -63,7 +63,7 @@ from layersched.worker.episode_process import (
     seed_globals,
     serve_episode,
 )
-from layersched.worker.wire import NONCE_ENV, replica_from_frame, sim_fingerprint
+from layersched.worker.sandbox.wire import NONCE_ENV, replica_from_frame, sim_fingerprint
 
 # The container's writable places (tmpfs), emptied after every episode.
 SCRATCH_DIRS = ("/tmp", "/dev/shm")
@@ -638,7 +638,7 @@ def main(argv: list[str] | None = None) -> int:
     # policy no signal at all that could end or stop the harness.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     nonce = os.environ.pop(NONCE_ENV, "")
-    parser = argparse.ArgumentParser(prog="layersched.worker.harness", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="layersched.worker.sandbox.harness", description=__doc__.splitlines()[0])
     parser.add_argument("--socket", required=True, help="Unix socket of the trusted worker")
     parser.add_argument("--bundle", required=True, type=Path, help="directory holding policy.py")
     parser.add_argument("--output-bytes", type=int, default=1024 * 1024, help="captured bytes per stream")

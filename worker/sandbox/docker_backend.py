@@ -29,11 +29,11 @@ import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import LogConfig, Mount
 
-from layersched.worker.backend import BackendUnavailable
-from layersched.worker.cache_guard import WARM_IMAGE_SCRIPT
-from layersched.worker.limits import SandboxLimits
-from layersched.worker.run_dirs import SOCKET_NAME
-from layersched.worker.wire import NONCE_ENV
+from layersched.worker.sandbox.backend import BackendUnavailable
+from layersched.worker.sandbox.cache_guard import WARM_IMAGE_SCRIPT
+from layersched.worker.sandbox.limits import SandboxLimits
+from layersched.worker.sandbox.run_dirs import SOCKET_NAME
+from layersched.worker.sandbox.wire import NONCE_ENV
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ class DockerBackend:
             command=[
                 "python3",
                 "-m",
-                "layersched.worker.harness",
+                "layersched.worker.sandbox.harness",
                 "--socket",
                 f"{CHANNEL_MOUNT}/{SOCKET_NAME}",
                 "--bundle",

@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 from typing import IO, Literal
 
-from layersched.worker.limits import SandboxLimits
-from layersched.worker.run_dirs import SOCKET_NAME
-from layersched.worker.wire import NONCE_ENV
+from layersched.worker.sandbox.limits import SandboxLimits
+from layersched.worker.sandbox.run_dirs import SOCKET_NAME
+from layersched.worker.sandbox.wire import NONCE_ENV
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class ProcessBackend:
             *self.namespaces,
             sys.executable,
             "-m",
-            "layersched.worker.harness",
+            "layersched.worker.sandbox.harness",
             "--socket",
             str(channel_dir / SOCKET_NAME),
             "--bundle",
