@@ -14,7 +14,8 @@ from layersched.sim.errors import EvalSetError
 from layersched.sim.evalset.sources import CatalogSource
 from layersched.sim.evalset.values import check_name
 from layersched.sim.scenario import Scenario
-from layersched.sim.tracks.registry import DEFAULT_TRACK_ID
+from layersched.sim.tracks.interface import Track
+from layersched.sim.tracks.registry import DEFAULT_TRACK_ID, TrackError, get_track, track_ids
 from layersched.sim.workload import draw_nodes
 
 FORMAT = "layersched-evalset"
@@ -75,6 +76,7 @@ class EvalSet:
     track: str = DEFAULT_TRACK_ID
 
     def __post_init__(self) -> None:
+        find_track(self.track)
         _check_set(self)
 
     def canonical(self) -> dict[str, Any]:
@@ -128,7 +130,7 @@ class EvalSet:
                 catalogs.setdefault(sc.scenario.catalog.name, inline)
             else:
                 catalogs.setdefault(sc.source.name, sc.source.canonical(sc.scenario.catalog, public=public))
-        return {
+        out = {
             "format": FORMAT,
             "version": FORMAT_VERSION,
             "name": self.name,
@@ -136,10 +138,27 @@ class EvalSet:
             "catalogs": catalogs,
             "scenarios": [sc.canonical(public=public) for sc in self.scenarios],
         }
+        # Only another track is spelled out: a set of the default track hashes as it did before tracks existed, so
+        # every commitment published until then still verifies.
+        if self.track != DEFAULT_TRACK_ID:
+            out["track"] = self.track
+        return out
 
     def __repr__(self) -> str:  # never print keys
         n = sum(len(sc.episodes) for sc in self.scenarios)
         return f"EvalSet(name={self.name!r}, scenarios={len(self.scenarios)}, episodes={n})"
+
+
+def find_track(track_id: object) -> Track:
+    """The registered track ``track_id``; an ``EvalSetError`` names the value and lists the known tracks."""
+    if not isinstance(track_id, str):
+        raise EvalSetError(f"track must be a track id such as {DEFAULT_TRACK_ID!r}, got {track_id!r}")
+    try:
+        return get_track(track_id)
+    except TrackError as exc:
+        if track_id in track_ids():  # known, but its module is broken: say so rather than "unknown"
+            raise EvalSetError(f"track {track_id!r}: {exc}") from exc
+        raise EvalSetError(f"unknown track {track_id!r}; known tracks: {', '.join(track_ids())}") from exc
 
 
 def _check_set(evalset: EvalSet) -> None:

@@ -11,11 +11,12 @@ from typing import Any
 from layersched.sim.catalog import Catalog
 from layersched.sim.errors import EvalSetError
 from layersched.sim.evalset.builtin import BUILTIN_SETS
-from layersched.sim.evalset.model import FORMAT, FORMAT_VERSION, EvalSet
+from layersched.sim.evalset.model import FORMAT, FORMAT_VERSION, EvalSet, find_track
 from layersched.sim.evalset.scenarios import parse_catalog_sources, parse_scenario
 from layersched.sim.evalset.values import check_name, no_unknown, read_toml
+from layersched.sim.tracks.registry import DEFAULT_TRACK_ID
 
-_TOP_KEYS = {"format", "version", "name", "description", "catalogs", "scenario", "template"}
+_TOP_KEYS = {"format", "version", "name", "description", "catalogs", "scenario", "template", "track"}
 
 
 def prefixed(path: Path, build: Callable[[], EvalSet]) -> EvalSet:
@@ -69,6 +70,9 @@ def parse_evalset(raw: Mapping[str, Any], *, base_dir: Path) -> EvalSet:
         raise EvalSetError(f"version must be {FORMAT_VERSION}, got {raw.get('version')!r}")
     if raw.get("template", False) is not False:
         raise EvalSetError(f"template must be true or absent, got {raw.get('template')!r}")
+    # Files written before tracks existed have no `track`: they are all the lab's problem.
+    track = raw.get("track", DEFAULT_TRACK_ID)
+    find_track(track)
     description = raw.get("description", "")
     if not isinstance(description, str):
         raise EvalSetError(f"description must be a string, got {description!r}")
@@ -81,4 +85,4 @@ def parse_evalset(raw: Mapping[str, Any], *, base_dir: Path) -> EvalSet:
     name = raw.get("name")
     check_name(name, "evaluation set name")
     assert isinstance(name, str)
-    return EvalSet(name=name, scenarios=tuple(scenarios), description=description)
+    return EvalSet(name=name, scenarios=tuple(scenarios), description=description, track=track)

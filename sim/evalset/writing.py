@@ -16,6 +16,7 @@ from layersched.sim.evalset.model import FORMAT, FORMAT_VERSION, SPLITS, EvalSet
 from layersched.sim.evalset.parse import load_evalset, parse_evalset, prefixed
 from layersched.sim.evalset.sources import structure_json
 from layersched.sim.evalset.values import GENERATE, integer, read_toml
+from layersched.sim.tracks.registry import DEFAULT_TRACK_ID
 
 KEY_BYTES = 32  # fresh keys are 256 bits; files may hold any key of at least MIN_KEY_BYTES
 
@@ -41,6 +42,8 @@ def dump_evalset(evalset: EvalSet, *, catalog_files: Mapping[str, str] | None = 
         f"name = {_toml(evalset.name)}",
         f"description = {_toml(evalset.description)}",
     ]
+    if evalset.track != DEFAULT_TRACK_ID:  # as in the canonical form: absent means the default track
+        lines.append(f"track = {_toml(evalset.track)}")
     written: set[str] = set()
     for sc in evalset.scenarios:
         src = sc.source
