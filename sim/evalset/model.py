@@ -58,11 +58,12 @@ class EvalScenario:
 
 
 class EvalJob(NamedTuple):
-    """One episode to run: the scenario it belongs to and its workload source."""
+    """One episode to run: the scenario it belongs to, its workload source and the track that plays it."""
 
     scenario_name: str
     scenario: Scenario
     episode: EpisodeSpec
+    track: str = DEFAULT_TRACK_ID
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ class EvalSet:
         if split is not None and split not in SPLITS:
             raise EvalSetError(f"split must be 'public' or 'private', got {split!r}")
         return [
-            EvalJob(sc.name, sc.scenario, ep)
+            EvalJob(sc.name, sc.scenario, ep, self.track)
             for sc in self.scenarios
             for ep in sc.episodes
             if split is None or ep.split == split

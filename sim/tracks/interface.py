@@ -18,7 +18,7 @@ Scores are per-scenario ratios of the primary metric to the reference baseline's
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -146,6 +146,13 @@ class Track(Protocol):
         self, scenario: Any, policy: Policy, workload: random.Random, policy_rng: random.Random
     ) -> EpisodeRun:
         """Play one episode in-process; an invalid action raises ``PolicyError``."""
+        ...
+
+    def run_policies(
+        self, scenario: Any, policies: Sequence[tuple[Policy, random.Random]], workload: random.Random
+    ) -> list[EpisodeRun]:
+        """Play each ``(policy, policy_rng)`` on the same episode, drawn from ``workload`` once (the baselines'
+        rows: what ``run_episode`` would give each with a fresh ``workload`` of the same seed or key)."""
         ...
 
     def check_policy(self, policy: Policy, scenario: Any) -> None:

@@ -6,9 +6,21 @@ from pathlib import Path
 
 import pytest
 
+from layersched.sim.baselines import BASELINES
 from layersched.sim.errors import EvalSetError
-from layersched.sim.evalset import SAMPLE_PATH, EvalSet, dump_evalset, load_evalset
-from layersched.sim.tracks import DEFAULT_TRACK_ID
+from layersched.sim.evalset import (
+    SAMPLE_PATH,
+    EvalSet,
+    baseline_bundle_id,
+    baseline_scores,
+    dump_evalset,
+    evaluate_policy,
+    load_evalset,
+    score_baselines,
+)
+from layersched.sim.tracks import DEFAULT_TRACK_ID, registry
+from layersched.sim.tracks.layers_v1 import LayersTrack
+from layersched.sim.version import SIM_VERSION
 
 # The sample's commitment as published before tracks existed (hidden_seeds/README.md).
 SAMPLE_COMMITMENT = "4eea9854e880b370ee76f9e2a453bfcc817417738adc157f89ebe8010e85f01d"
@@ -65,3 +77,54 @@ def test_a_set_built_in_code_checks_its_track() -> None:
     with pytest.raises(EvalSetError) as exc:
         EvalSet("other", es.scenarios, track="nope-v1")
     assert str(exc.value) == "unknown track 'nope-v1'; known tracks: layers-v1"
+
+
+# ------------------------------------------------------------------------------------------------ runs
+
+
+class KubeReferenced(LayersTrack):
+    """The lab's problem, scored as another track would be: three baselines, Kube the reference, the tail primary."""
+
+    id = "kube-lab-v1"
+    baseline_names = ("Random", "Kube", "Greedy")
+    reference_baseline = "Kube"
+    primary_metric = "p95_completion"
+
+
+@pytest.fixture
+def kube_lab(monkeypatch: pytest.MonkeyPatch) -> EvalSet:
+    # Registered for this test only: other tests list the known tracks.
+    monkeypatch.setitem(registry._registered, KubeReferenced.id, (KubeReferenced(), __name__))
+    sample = load_evalset(SAMPLE_PATH)
+    return EvalSet("kube-lab", sample.scenarios[:1], track=KubeReferenced.id)
+
+
+def test_the_commitment_names_a_track_other_than_the_default(kube_lab: EvalSet) -> None:
+    default = EvalSet("kube-lab", kube_lab.scenarios)
+    assert kube_lab.canonical() == {**default.canonical(), "track": "kube-lab-v1"}
+    assert kube_lab.commitment != default.commitment
+
+
+def test_runs_take_baselines_reference_and_metric_from_the_track(kube_lab: EvalSet, tmp_path: Path) -> None:
+    records = score_baselines(kube_lab, tmp_path)
+    assert list(records) == ["Random", "Kube", "Greedy"]
+    assert (tmp_path / f"baselines-{kube_lab.commitment}-{SIM_VERSION}.json").is_file()
+    kube = records["Kube"]
+    assert [r.primary for r in kube] == [r.p95_completion for r in kube]
+    assert [set(r.metrics) for r in kube] == [{"mean_completion", "p95_completion", "cloud_share"}] * 3
+    scores = baseline_scores(kube_lab, tmp_path, "public")
+    assert scores["Kube"].overall == 1.0
+    assert scores["Greedy"].overall != 1.0
+    # The same lab episodes as under layers-v1: only what is scored changed.
+    lab = score_baselines(EvalSet("kube-lab", kube_lab.scenarios))
+    assert [r.trace_hash for r in kube] == [r.trace_hash for r in lab["Kube"]]
+    played = evaluate_policy(kube_lab, BASELINES["Kube"], bundle_id=baseline_bundle_id("Kube"))
+    assert played == kube
+
+
+def test_records_read_back_from_the_cache(kube_lab: EvalSet, tmp_path: Path) -> None:
+    first = score_baselines(kube_lab, tmp_path)
+    assert score_baselines(kube_lab, tmp_path) == first
+    assert first["Greedy"][0].mean_completion == first["Greedy"][0].metrics["mean_completion"]
+    with pytest.raises(AttributeError, match="'EpisodeRecord' has no field or metric 'makespan'"):
+        _ = first["Greedy"][0].makespan
