@@ -21,6 +21,8 @@ from layersched.sim.evalset import (
 from layersched.sim.tracks import DEFAULT_TRACK_ID, registry
 from layersched.sim.tracks.layers_v1 import LayersTrack
 from layersched.sim.version import SIM_VERSION
+from tests.sim import toy_track
+from tests.sim.toy_track import QueueScenario, QueueTrack
 
 # The sample's commitment as published before tracks existed (hidden_seeds/README.md).
 SAMPLE_COMMITMENT = "4eea9854e880b370ee76f9e2a453bfcc817417738adc157f89ebe8010e85f01d"
@@ -128,3 +130,113 @@ def test_records_read_back_from_the_cache(kube_lab: EvalSet, tmp_path: Path) -> 
     assert first["Greedy"][0].mean_completion == first["Greedy"][0].metrics["mean_completion"]
     with pytest.raises(AttributeError, match="'EpisodeRecord' has no field or metric 'makespan'"):
         _ = first["Greedy"][0].makespan
+
+
+# ------------------------------------------------------------------------------------------------ another track
+
+QUEUE_SET = """
+format = "layersched-evalset"
+version = 1
+name = "queues"
+track = "queue-v1"
+
+[[scenario]]
+name = "short"
+n_jobs = 5
+episodes = [{ seed = 0 }, { seed = 1, split = "private" }]
+
+[[scenario]]
+name = "long"
+weight = 2.0
+n_jobs = 12
+max_duration = 30
+episodes = [{ seed = 0 }, { id = "h", key = "00112233445566778899aabbccddeeff" }]
+"""
+
+
+@pytest.fixture
+def queue_track(monkeypatch: pytest.MonkeyPatch) -> QueueTrack:
+    monkeypatch.setitem(registry._registered, toy_track.TRACK.id, (toy_track.TRACK, toy_track.__name__))
+    return toy_track.TRACK
+
+
+def test_another_track_reads_its_own_scenarios(queue_track: QueueTrack, tmp_path: Path) -> None:
+    es = load_evalset(write(tmp_path, QUEUE_SET))
+    assert es.track == "queue-v1"
+    assert [sc.scenario for sc in es.scenarios] == [QueueScenario(5, 9), QueueScenario(12, 30)]
+    assert es.hidden  # the keyed episode
+    canonical = es.canonical()
+    assert canonical["track"] == "queue-v1"
+    assert "catalogs" not in canonical
+    assert canonical["scenarios"][1] == {
+        "name": "long",
+        "weight": 2.0,
+        "n_jobs": 12,
+        "max_duration": 30,
+        "episodes": [
+            {"id": "seed0", "split": "public", "seed": 0},
+            {"id": "h", "split": "public", "key": "00112233445566778899aabbccddeeff"},
+        ],
+    }
+    dumped = dump_evalset(es)
+    assert 'track = "queue-v1"' in dumped
+    again = load_evalset(write(tmp_path, dumped, "again.toml"))
+    assert (again.track, again.commitment, again.canonical()) == (es.track, es.commitment, canonical)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            "n_jobs = 5\n",
+            'n_jobs = 5\ncatalog = "lab"\n',
+            "scenario 'short': unknown key 'catalog' (allowed: episodes, max_duration, n_jobs, name, weight)",
+        ),
+        ("n_jobs = 5\n", "n_jobs = 0\n", "scenario 'short': n_jobs must be an integer >= 1, got 0"),
+        ("n_jobs = 5\n", "n_jobs = 5000\n", "scenario 'short': n_jobs must be at most 1000, got 5000"),
+        (
+            'track = "queue-v1"\n',
+            'track = "queue-v1"\n[catalogs.c]\nkind = "synthetic"\nseed = 1\n',
+            "top level: unknown key 'catalogs' (allowed: description, format, name, scenario, template, track, "
+            "version)",
+        ),
+    ],
+    ids=["lab-key", "range", "dataclass-check", "lab-table"],
+)
+def test_another_tracks_scenarios_are_checked_by_it(
+    queue_track: QueueTrack, tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    path = write(tmp_path, QUEUE_SET.replace(old, new, 1))
+    with pytest.raises(EvalSetError) as exc:
+        load_evalset(path)
+    assert str(exc.value) == f"{path}: {message}"
+
+
+def test_another_track_runs_and_scores_its_own_baselines(queue_track: QueueTrack, tmp_path: Path) -> None:
+    es = load_evalset(write(tmp_path, QUEUE_SET))
+    records = score_baselines(es, tmp_path / "cache")
+    assert list(records) == ["fifo", "shortest-first"]
+    assert [(r.scenario, r.episode) for r in records["fifo"]] == [
+        ("short", "seed0"),
+        ("short", "seed1"),
+        ("long", "seed0"),
+        ("long", "h"),
+    ]
+    assert all(r.primary == r.mean_flow and set(r.metrics) == {"mean_flow", "makespan"} for r in records["fifo"])
+    assert score_baselines(es, tmp_path / "cache") == records  # read back from the cache
+    played = evaluate_policy(es, toy_track.shortest_first, bundle_id=baseline_bundle_id("shortest-first"))
+    assert played == records["shortest-first"]
+    scores = baseline_scores(es, tmp_path / "cache", "public")
+    assert scores["fifo"].overall == 1.0
+    assert scores["shortest-first"].overall < 1.0  # shortest first minimises the mean flow time
+
+
+def test_dump_quotes_a_table_name_that_is_not_a_bare_key(tmp_path: Path) -> None:
+    # Catalog names may hold a dot; written bare, [catalogs.reg.v2] would be a table "v2" inside a table "reg".
+    table = '[catalogs."reg.v2"]\nkind = "synthetic"\nseed = 4\nn_images = 9\n\n[[scenario]]'
+    text = SAMPLE_PATH.read_text(encoding="utf-8").replace("[[scenario]]", table, 1)
+    text = text.replace('catalog = "lab"', 'catalog = "reg.v2"', 1)
+    es = load_evalset(write(tmp_path, text))
+    dumped = dump_evalset(es)
+    assert '[catalogs."reg.v2"]' in dumped
+    assert load_evalset(write(tmp_path, dumped, "again.toml")).commitment == es.commitment
