@@ -10,10 +10,11 @@ The harness (``layersched.worker.harness``) forks it ahead of its episode; here 
    something else or raised), until ``-> end``.
 
 The policy may do anything here: this process and everything it starts are killed when the episode ends, and the
-next episode gets another fresh import. It keeps a *replica* ``ClusterEnv`` (the scenario's node parameters and
-catalog, the tasks seen so far and the current one; never a future task, the workload seed or its key). The policy
-gets a view of it (``layersched.sim.view``) that it may change as it likes: every decision starts from the replica's
-true state again, and scores are computed on the trusted side.
+next episode gets another fresh import. It keeps its track's *replica* of the episode (``Replica``: for the lab
+track a ``ClusterEnv`` with the scenario's node parameters and catalog, the tasks seen so far and the current one;
+never a future task, the workload seed or its key). The policy gets the replica's view, which it may change as it
+likes: every decision starts from the true state again (``layersched.sim.view``), and scores are computed on the
+trusted side.
 """
 
 from __future__ import annotations
@@ -36,13 +37,11 @@ from typing import Any
 
 import numpy as np
 
-from layersched.sim.env import ClusterEnv
-from layersched.sim.view import TrueView
-from layersched.sim.workload import Task
+from layersched.sim.tracks import Replica
 from layersched.worker import protocol
-from layersched.worker.wire import action_message, nodes_from_wire
+from layersched.worker.wire import action_message
 
-Policy = Callable[[Any, Task, random.Random], Any]
+Policy = Callable[..., Any]
 
 # Exit codes (besides being killed by a signal).
 EXIT_OK = 0
@@ -172,7 +171,7 @@ def read_assignment(fd: int) -> dict[str, Any] | None:
 
 
 def serve_episode(
-    socket_path: str, imported: Imported, env: ClusterEnv, episode_id: str, token: str, poll_seconds: float = 0.0
+    socket_path: str, imported: Imported, replica: Replica, episode_id: str, token: str, poll_seconds: float = 0.0
 ) -> int:
     """Serve one episode's decisions on a fresh connection, greeting with the episode's id and ``token`` (which the
     trusted side sent for this episode only). Returns the process exit code. ``poll_seconds``: how long to look for
@@ -191,9 +190,7 @@ def serve_episode(
     seed = start["seed"]
     seed_globals(seed)
     rng = random.Random(seed)
-    env.start(nodes_from_wire(start["nodes"]))
-    # The policy gets keeper.view, never env itself: whatever it writes to its view, each decision starts from env.
-    keeper = TrueView(env)
+    replica.start(start["episode"])
     policy = imported.policy
     step = 0
     # Where this process's time goes (perf_counter sums), reported at the end for benchmarks: the policy's own
@@ -227,12 +224,9 @@ def serve_episode(
         if frame["type"] != "task" or frame.get("step") != step or policy is None:
             return EXIT_PROTOCOL
         nonce = frame["nonce"]  # echoed in the reply: proof that it answers this task, written after it arrived
-        arrival, image, cycles = frame["task"]
-        task = Task(float(arrival), int(image), float(cycles))
-        keeper.arrive(task, step)
         try:
             t0 = clock()
-            value = policy(keeper.view, task, rng)
+            value = replica.decide(policy, frame["task"], step, rng)
             policy_s += clock() - t0
             reply = action_message(step, value)
         except MemoryError:
@@ -250,11 +244,11 @@ def serve_episode(
             send({**reply, "nonce": nonce})
         t1 = clock()
         send_s += t1 - t0
-        if reply["type"] == "action" and 0 <= reply["action"] < env.n_nodes:
+        if reply["type"] == "action" and replica.in_range(reply["action"]):
             # After replying, so the replica's update overlaps with the trusted side's own step.
             t0 = t1
             try:
-                keeper.place(task, reply["action"])
+                replica.accepted(reply["action"])
             except BaseException:  # the policy changed the simulator's classes; it finds out at the next step
                 failed = ("replica", traceback.format_exc()[-MAX_TRACEBACK_CHARS:])
             replica_s += clock() - t0

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from layersched.sim.env import ClusterEnv
+from layersched.sim.tracks import Replica
 from layersched.worker import protocol
 from layersched.worker.cache_guard import forbid_cache_control
 from layersched.worker.capture import Capture
@@ -63,7 +63,7 @@ from layersched.worker.episode_process import (
     seed_globals,
     serve_episode,
 )
-from layersched.worker.wire import NONCE_ENV, scenario_from_wire, sim_fingerprint
+from layersched.worker.wire import NONCE_ENV, replica_from_frame, sim_fingerprint
 
 # The container's writable places (tmpfs), emptied after every episode.
 SCRATCH_DIRS = ("/tmp", "/dev/shm")
@@ -206,7 +206,7 @@ class _Spare:
     pidfd: int  # -1 once the process is reaped
     go: int  # write end of its assignment pipe; -1 once closed
     outputs: dict[int, Capture]  # read ends of its stdout and stderr still open, with where they are captured
-    envs: frozenset[str]  # the scenarios it inherited a replica of (others travel in the assignment)
+    replicas: frozenset[str]  # the scenarios it inherited a replica of (others travel in the assignment)
 
     def close_go(self) -> None:
         if self.go >= 0:
@@ -252,7 +252,7 @@ class Harness:
         self.output_bytes = output_bytes
         self.container = container
         self.poll_seconds = poll_seconds
-        self.envs: dict[str, ClusterEnv] = {}
+        self.replicas: dict[str, Replica] = {}
         self.scenarios: dict[str, dict[str, Any]] = {}  # name -> its scenario frame, for spares older than it
         self.spare: _Spare | None = None
         self.stdout, self.stderr = Capture(output_bytes), Capture(output_bytes)
@@ -396,10 +396,14 @@ class Harness:
                 return  # the worker is gone: so are we
             kind = message["type"]
             if kind == "scenario":
-                scenario = scenario_from_wire(message)
-                self.envs[message["name"]] = ClusterEnv(scenario)
+                try:
+                    replica, content_hash = replica_from_frame(message)
+                except Exception as exc:  # trusted input, but this image may lack the track (or be another version)
+                    self.send({"type": "scenario_error", "name": message["name"], "message": f"{exc!r}"[:2000]})
+                    continue
+                self.replicas[message["name"]] = replica
                 self.scenarios[message["name"]] = message
-                self.send({"type": "scenario_ok", "name": message["name"], "hash": scenario.content_hash})
+                self.send({"type": "scenario_ok", "name": message["name"], "hash": content_hash})
             elif kind == "episode":
                 self.run_episode(message)
             elif kind == "ping":
@@ -430,7 +434,7 @@ class Harness:
             "scenario": name,
             "token": message["token"],
         }
-        if name not in spare.envs:  # forked before this scenario arrived: it builds its replica from the frame
+        if name not in spare.replicas:  # forked before this scenario arrived: it builds its replica from the frame
             assignment["scenario_frame"] = self.scenarios[name]
         oom_before = oom_kills()
         status, killed, shutdown = self._supervise(spare, protocol.encode(assignment, max_size=1 << 30))
@@ -495,7 +499,7 @@ class Harness:
 
     def _fork_spare(self, report: tuple[int, int] | None = None) -> _Spare:
         """Fork an episode process; ``report``: a pipe (read end, write end) on which it reports its import."""
-        envs, bundle = self.envs, self.bundle
+        replicas, bundle = self.replicas, self.bundle
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         go_r, go_w = os.pipe()
@@ -523,7 +527,7 @@ class Harness:
                     with contextlib.suppress(OSError):
                         _write_all(report[1], protocol.encode(import_report(imported)))
                     os.close(report[1])
-                code = _serve_assignment(self.socket_path, imported, envs, read_assignment(go_r), self.poll_seconds)
+                code = _serve_assignment(self.socket_path, imported, replicas, read_assignment(go_r), self.poll_seconds)
             finally:
                 with contextlib.suppress(BaseException):
                     sys.stdout.flush()
@@ -534,7 +538,7 @@ class Harness:
         with contextlib.suppress(OSError):
             os.setpgid(pid, pid)  # also here, so the group exists before either side runs on
         outputs = {out_r: self.stdout, err_r: self.stderr}
-        return _Spare(pid, os.pidfd_open(pid), go_w, outputs, frozenset(envs))
+        return _Spare(pid, os.pidfd_open(pid), go_w, outputs, frozenset(replicas))
 
     def _end(self, spare: _Spare) -> int:
         """Kill what is left of an episode (in a container: every process but this one, PID 1) and close its
@@ -591,17 +595,17 @@ class Harness:
 def _serve_assignment(
     socket_path: str,
     imported: Imported,
-    envs: dict[str, ClusterEnv],
+    replicas: dict[str, Replica],
     assignment: dict[str, Any] | None,
     poll_seconds: float,
 ) -> int:
     if assignment is None:  # discarded unused
         return EXIT_OK
     name = assignment["scenario"]
-    env = envs.get(name)
-    if env is None:
-        env = ClusterEnv(scenario_from_wire(assignment["scenario_frame"]))
-    return serve_episode(socket_path, imported, env, assignment["episode_id"], assignment["token"], poll_seconds)
+    replica = replicas.get(name)
+    if replica is None:
+        replica, _ = replica_from_frame(assignment["scenario_frame"])
+    return serve_episode(socket_path, imported, replica, assignment["episode_id"], assignment["token"], poll_seconds)
 
 
 def _parse_report(data: bytes) -> dict[str, Any] | None:

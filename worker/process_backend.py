@@ -92,6 +92,10 @@ class ProcessBackend:
             "OPENBLAS_NUM_THREADS": "1",
             NONCE_ENV: nonce,
         }
+        # The harness is this worker's own interpreter: with the worker's import path it finds the same modules,
+        # among them a track defined outside layersched (a test's, an organiser's) that a scenario frame names.
+        if os.environ.get("PYTHONPATH"):
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         self._stderr_path = channel_dir.parent / f"harness-{channel_dir.name}.stderr"
         self._stderr = open(self._stderr_path, "wb")  # noqa: SIM115  (closed in close())
         self._proc = subprocess.Popen(

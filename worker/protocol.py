@@ -97,14 +97,30 @@ _ACTION_FRAME = re.compile(
 )
 # A JSON number with a fraction or an exponent, as float.__repr__ writes it: json.loads makes such a number a
 # float with float(text), exactly as the fast path does (without either part it would be an int).
-_FLOAT = rb"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+))"
+_FLOAT = rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)"
+_INT = rb"-?(?:0|[1-9][0-9]{0,17})"
+_NUMBER = rb"(?:" + _FLOAT + rb"|" + _INT + rb")"
+# A task whose payload is a flat array of numbers (the common shape of a track's decision payload).
 _TASK_FRAME = re.compile(
-    rb'\{"type":"task","step":(0|[1-9][0-9]{0,17}),"nonce":(0|[1-9][0-9]{0,18}),"task":\['
-    + _FLOAT
-    + rb",(0|[1-9][0-9]{0,17}),"
-    + _FLOAT
-    + rb"\]\}"
+    rb'\{"type":"task","step":(0|[1-9][0-9]{0,17}),"nonce":(0|[1-9][0-9]{0,18}),"task":\[('
+    + _NUMBER
+    + rb"(?:,"
+    + _NUMBER
+    + rb")*)?\]\}"
 )
+_FLOAT_MARKS = frozenset(b".eE")
+# The lab track's payload shape, [float, int, float], recognised first: converting three captured groups costs a
+# quarter of splitting and classifying a generic array (0.6 against 2.3 us here), once per decision.
+_TASK3_FRAME = re.compile(
+    rb'\{"type":"task","step":(0|[1-9][0-9]{0,17}),"nonce":(0|[1-9][0-9]{0,18}),"task":\[('
+    + _FLOAT
+    + rb"),("
+    + _INT
+    + rb"),("
+    + _FLOAT
+    + rb")\]\}"
+)
+_INT_BOUND = 10**18  # the fast path's integers have at most 18 digits, as _INT matches
 NONCE_BITS = 62  # per task: an early reply would have to guess it (see new_nonces)
 
 
@@ -122,24 +138,46 @@ def new_nonces(n: int) -> list[int]:
     return [int.from_bytes(data[i : i + 8], "big") >> shift for i in range(0, 8 * n, 8)]
 
 
+class Nonces:
+    """Fresh nonces (``new_nonces``) one at a time, read from the operating system ``batch`` at a time: an episode's
+    number of decisions is its track's business, and one system call per decision would cost more than the rest of
+    the nonce's handling."""
+
+    __slots__ = ("_batch", "_left")
+
+    def __init__(self, batch: int = 256) -> None:
+        self._batch = batch
+        self._left: list[int] = []
+
+    def next(self) -> int:
+        if not self._left:
+            self._left = new_nonces(self._batch)
+        return self._left.pop()
+
+
 def encode_action(step: int, action: int, nonce: int) -> bytes:
     """``encode({"type": "action", "step": step, "nonce": nonce, "action": action})``, faster."""
     payload = b'{"type":"action","step":%d,"nonce":%d,"action":%d}' % (step, nonce, action)
     return HEADER.pack(len(payload)) + payload
 
 
-def encode_task(step: int, arrival: float, image: int, cycles: float, nonce: int) -> bytes:
-    """``encode({"type": "task", "step": step, "nonce": nonce, "task": [arrival, image, cycles]})``, faster."""
-    if not (math.isfinite(arrival) and math.isfinite(cycles)):
-        return encode({"type": "task", "step": step, "nonce": nonce, "task": [arrival, image, cycles]})  # raises
-    payload = b'{"type":"task","step":%d,"nonce":%d,"task":[%s,%d,%s]}' % (
-        step,
-        nonce,
-        float.__repr__(arrival).encode(),
-        image,
-        float.__repr__(cycles).encode(),
-    )
-    return HEADER.pack(len(payload)) + payload
+def encode_task(step: int, payload: Any, nonce: int) -> bytes:
+    """``encode({"type": "task", "step": step, "nonce": nonce, "task": payload})``, faster for a flat tuple or list
+    of finite floats and ints (a track's usual decision payload); anything else takes the generic encoder."""
+    if type(payload) is tuple or type(payload) is list:
+        parts = []
+        for value in payload:
+            kind = type(value)
+            if kind is float and math.isfinite(value):
+                parts.append(float.__repr__(value))
+            elif kind is int and -_INT_BOUND < value < _INT_BOUND:
+                parts.append(int.__repr__(value))
+            else:
+                break
+        else:
+            body = b'{"type":"task","step":%d,"nonce":%d,"task":[%s]}' % (step, nonce, ",".join(parts).encode())
+            return HEADER.pack(len(body)) + body
+    return encode({"type": "task", "step": step, "nonce": nonce, "task": payload})  # raises on Infinity and NaN
 
 
 def decode(payload: bytes) -> dict[str, Any]:
@@ -147,9 +185,14 @@ def decode(payload: bytes) -> dict[str, Any]:
     fast = _ACTION_FRAME.fullmatch(payload)
     if fast is not None:
         return {"type": "action", "step": int(fast[1]), "nonce": int(fast[2]), "action": int(fast[3])}
-    fast = _TASK_FRAME.fullmatch(payload)
+    fast = _TASK3_FRAME.fullmatch(payload)
     if fast is not None:
         task = [float(fast[3]), int(fast[4]), float(fast[5])]
+        return {"type": "task", "step": int(fast[1]), "nonce": int(fast[2]), "task": task}
+    fast = _TASK_FRAME.fullmatch(payload)
+    if fast is not None:
+        numbers = fast[3]
+        task = [float(t) if _FLOAT_MARKS.intersection(t) else int(t) for t in numbers.split(b",")] if numbers else []
         return {"type": "task", "step": int(fast[1]), "nonce": int(fast[2]), "task": task}
     try:
         text = payload.decode("utf-8")

@@ -48,20 +48,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
-from layersched.sim.env import ClusterEnv
-from layersched.sim.episode import EpisodeMetrics, check_action, episode_metrics, trace_hash
+from layersched.sim.episode import trace_hash
 from layersched.sim.episodes import EpisodeSpec
 from layersched.sim.errors import PolicyError
-from layersched.sim.scenario import Scenario
+from layersched.sim.tracks import DEFAULT_TRACK_ID, TrustedSimulator, get_track
 from layersched.sim.version import SIM_VERSION
-from layersched.sim.workload import draw_nodes, draw_tasks
 from layersched.worker import protocol
 from layersched.worker.backend import Backend, BackendName, BackendUnavailable, Detachable
 from layersched.worker.limits import SandboxLimits
 from layersched.worker.run_dirs import RunDir, sweep_dead_run_dirs
-from layersched.worker.wire import MAX_VALUE_CHARS, nodes_to_wire, scenario_to_wire, sim_fingerprint
+from layersched.worker.wire import MAX_VALUE_CHARS, scenario_frame, sim_fingerprint
 
 if TYPE_CHECKING:
     from layersched.worker.sandbox_pool import SandboxPool, WarmSandbox
@@ -108,12 +106,14 @@ class HiddenEpisodeRefused(SandboxError):
 
 @dataclass(frozen=True)
 class EpisodeJob:
-    """One episode to evaluate: the scenario (by name and value), the episode, and the policy's seed."""
+    """One episode to evaluate: the scenario (by name and value, a scenario of ``track``), the episode, and the
+    policy's seed."""
 
     scenario_name: str
-    scenario: Scenario
+    scenario: Any
     episode: EpisodeSpec
     policy_seed: int
+    track: str = DEFAULT_TRACK_ID
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,8 @@ class EpisodeTiming:
 
 @dataclass(frozen=True)
 class EpisodeOutcome:
-    """How one episode ended. ``metrics`` only for ``ok``; ``trace_hash`` covers the ``n_actions`` accepted actions.
+    """How one episode ended. ``metrics`` (the track's record, ``TrustedEpisode.metrics``) only for ``ok``;
+    ``trace_hash`` covers the ``n_actions`` accepted actions.
 
     ``step`` is the step at which it failed (None: it did not fail at a step). ``message`` may quote what the
     sandbox wrote (a traceback, a bad value), cut to ``MAX_MESSAGE_CHARS``.
@@ -150,7 +151,7 @@ class EpisodeOutcome:
     episode_id: str
     status: Status
     message: str
-    metrics: EpisodeMetrics | None
+    metrics: Any
     trace_hash: str
     n_actions: int
     step: int | None = None
@@ -299,8 +300,8 @@ class SandboxSession:
         self._nonce = ""
         self._listener: socket.socket | None = None
         self._ctl: socket.socket | None = None
-        self._envs: dict[str, ClusterEnv] = {}
-        self._hashes: dict[int, tuple[Scenario, str]] = {}
+        self._simulators: dict[str, TrustedSimulator] = {}
+        self._hashes: dict[int, tuple[Any, str]] = {}
         # The simulator fingerprint the harness reported before the policy was imported (None: not reported).
         self._sim_fingerprint: str | None = None
         self._scenarios_sent: set[str] = set()
@@ -587,29 +588,36 @@ class SandboxSession:
         return replay.play()
 
     def _scenario_key(self, job: EpisodeJob) -> tuple[str, str]:
-        """(name, content hash); the hash costs milliseconds (it serialises the catalog), so it is kept per object."""
+        """(name, content hash); the hash costs milliseconds (the lab's serialises the catalog), so it is kept per
+        object. The hash covers the track: a scenario's content hash is its track's."""
         known = self._hashes.get(id(job.scenario))
         if known is None or known[0] is not job.scenario:
-            known = self._hashes[id(job.scenario)] = (job.scenario, job.scenario.content_hash)
+            content_hash = f"{job.track}:{get_track(job.track).scenario_hash(job.scenario)}"
+            known = self._hashes[id(job.scenario)] = (job.scenario, content_hash)
         return job.scenario_name, known[1]
 
-    def _env(self, job: EpisodeJob) -> ClusterEnv:
+    def _simulator(self, job: EpisodeJob) -> TrustedSimulator:
         key = "\0".join(self._scenario_key(job))
-        env = self._envs.get(key)
-        if env is None:
-            env = self._envs[key] = ClusterEnv(job.scenario)
-        return env
+        simulator = self._simulators.get(key)
+        if simulator is None:
+            simulator = self._simulators[key] = get_track(job.track).simulator(job.scenario)
+        return simulator
 
     def _send_scenario(self, job: EpisodeJob) -> None:
-        name, content_hash = self._scenario_key(job)
-        key = f"{name}\0{content_hash}"
+        name, track_and_hash = self._scenario_key(job)
+        key = f"{name}\0{track_and_hash}"
         if key in self._scenarios_sent:
             return
         assert self._ctl is not None
-        protocol.send(self._ctl, scenario_to_wire(job.scenario_name, job.scenario))
+        frame = scenario_frame(job.scenario_name, job.track, job.scenario)
+        content_hash = frame["hash"]
+        protocol.send(self._ctl, frame)
         reply = protocol.recv(
             self._ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=time.monotonic() + self.limits.startup_seconds
         )
+        if reply.get("type") == "scenario_error":
+            protocol.expect(reply, "scenario_error", {"name": str, "message": str})
+            self._scenario_refused(frame, reply["message"])
         protocol.expect(reply, "scenario_ok", {"name": str, "hash": str})
         if reply["hash"] != content_hash:
             if self._sim_fingerprint is not None and self._sim_fingerprint == worker_sim_fingerprint():
@@ -625,6 +633,20 @@ class SandboxSession:
                 f"{content_hash}: the image's layersched.sim differs from the worker's"
             )
         self._scenarios_sent.add(key)
+
+    def _scenario_refused(self, frame: dict[str, Any], message: str) -> NoReturn:
+        """The harness could not build a replica of ``frame``'s scenario (its track's module is missing from the
+        image, say): the service's configuration, unless the track is part of a simulator identical to ours."""
+        inside = frame["module"].startswith("layersched.sim.")
+        if inside and self._sim_fingerprint is not None and self._sim_fingerprint == worker_sim_fingerprint():
+            raise protocol.ProtocolError(
+                f"the sandbox says it cannot build scenario {frame['name']!r} of track {frame['track']!r}, but its "
+                "simulator is the worker's, which can: the sandbox's reply was tampered with"
+            )
+        raise _Infrastructure(
+            f"the sandbox cannot build scenario {frame['name']!r} of track {frame['track']!r} "
+            f"(module {frame['module']!r}): {message[:MAX_MESSAGE_CHARS]}"
+        )
 
     def _receive_output(self, report: dict[str, Any], deadline: float) -> tuple[str, str, int, int]:
         """The stdout and stderr captures that follow the harness's ``report`` on the control connection, as
@@ -688,6 +710,12 @@ class _Episode:
         self.s = session
         self.job = job
         self.actions: list[int] = []
+        self._nonces = protocol.Nonces()
+        # Set by _announce: the nonce and send time of the decision the sandbox is deciding now.
+        self._nonce = 0
+        self._sent_at = 0.0
+        self._next_step = 0
+        self._announced = False
         self.conn: socket.socket | None = None
         self.sandbox_end: tuple[Status, str] | None = None
         # The sandbox was found gone (not running) when the episode lost it: only then may the episode be replayed.
@@ -700,7 +728,7 @@ class _Episode:
         status: Status,
         message: str,
         output: tuple[str, str, int, int] = ("", "", 0, 0),
-        metrics: EpisodeMetrics | None = None,
+        metrics: Any = None,
         timing: EpisodeTiming | None = None,
     ) -> EpisodeOutcome:
         out, err, out_dropped, err_dropped = output
@@ -727,15 +755,13 @@ class _Episode:
         limits = s.limits
         started = time.monotonic()
         episode_deadline = min(started + limits.episode_seconds, s._submission_deadline)
-        env = s._env(job)
-        # What env.reset(rng) does, keeping the node specs to send: the replica learns them, not the workload's rng.
-        # The nodes come first from the generator; the tasks are drawn while the episode process starts.
-        workload = job.episode.workload_rng()
-        specs = draw_nodes(job.scenario, workload)
-        env.start(specs)
+        # The replica learns the start message, never the workload's generator; the simulator draws the rest of
+        # the workload (by first_decision) while the episode process starts.
+        episode = s._simulator(job).episode(job.episode.workload_rng())
         # The episode process names it in its hello: a connection an earlier episode's process opened and left
         # waiting cannot pose as this episode's.
         token = secrets.token_hex(16)
+        told = False  # whether the harness has heard of this episode (and so has a process to report on)
         try:
             s._send_scenario(job)
             assert s._ctl is not None and s._listener is not None
@@ -745,7 +771,8 @@ class _Episode:
             protocol.send(
                 s._ctl, {"type": "episode", "episode_id": job.episode.id, "scenario": job.scenario_name, "token": token}
             )
-            tasks = env.tasks = draw_tasks(job.scenario, workload)  # about 1 ms, overlapped with the fork and connect
+            told = True
+            payload = episode.first_decision()  # the lab's: about 1 ms, overlapped with the fork and connect
             self.conn = s._accept(
                 min(time.monotonic() + limits.decision_seconds + limits.startup_seconds, episode_deadline), s._ctl
             )
@@ -760,6 +787,8 @@ class _Episode:
                     f"({job.episode.id!r})"
                 )
         except _Infrastructure as exc:
+            if not told:
+                return self.finish("infrastructure_error", str(exc))
             return self._abort("infrastructure_error", str(exc))
         except protocol.ChannelClosed as exc:
             return self._ended("crash", f"episode process ended before its first step ({exc})")
@@ -774,18 +803,17 @@ class _Episode:
         except OSError as exc:
             return self._abort("infrastructure_error", f"channel failed before step 0: {exc}")
 
-        task = tasks[0]
         step = self.step = 0
         reply_wait = 0.0
-        nonces = protocol.new_nonces(len(tasks))
-        nonce = nonces[0]
-        start = protocol.encode({"type": "start", "seed": job.policy_seed, "nodes": nodes_to_wire(specs)})
+        nonce = self._nonces.next()
+        start = protocol.encode({"type": "start", "seed": job.policy_seed, "episode": episode.start_message()})
         sent_at = time.monotonic()
         setup = sent_at - started
+        announce = self._announce
+        more = payload is not None
         with contextlib.suppress(OSError):  # if it is gone, the first read says how it ended
-            self.conn.sendall(start + protocol.encode_task(0, task.arrival, task.image, task.cycles, nonce))
-        while step < len(tasks):
-            task = tasks[step]
+            self.conn.sendall(start + protocol.encode_task(0, payload, nonce) if more else start)
+        while more:
             if time.monotonic() >= episode_deadline:
                 return self._abort("timeout", self._budget_message(step, episode_deadline), hung=True)
             decision_deadline = min(sent_at + limits.decision_seconds, episode_deadline)
@@ -804,23 +832,31 @@ class _Episode:
                 return self._abort("protocol_error", f"step {step}: {exc}")
             try:
                 action = self._parse_reply(reply, step, nonce)
-                action = check_action(env, task, action, step)
+                action = episode.check(action, step)
             except protocol.ProtocolError as exc:
                 return self._abort("protocol_error", str(exc))
             except PolicyError as exc:
                 return self._abort("invalid_action", str(exc))
             except _PolicyRaised as exc:
                 return self._abort(exc.status, str(exc))
+            except Exception as exc:  # the track's own code failed on a reply: the service's fault, not the policy's
+                log.exception("track %s failed checking step %d of episode %s", job.track, step, job.episode.id)
+                return self._abort("infrastructure_error", f"track {job.track}: step {step}: the check failed: {exc!r}")
             self.actions.append(action)
-            if step + 1 < len(tasks):
-                # The next task goes out before this action is applied: the policy has committed to it, and the
-                # sandbox's next decision then overlaps with the simulator's step.
-                nxt = tasks[step + 1]
-                nonce = nonces[step + 1]
-                sent_at = time.monotonic()
-                with contextlib.suppress(OSError):
-                    self.conn.sendall(protocol.encode_task(step + 1, nxt.arrival, nxt.image, nxt.cycles, nonce))
-            env.step(action)
+            # The simulator announces the next decision as soon as it knows it (the lab's: before applying this
+            # action, which the policy has committed to), and _announce sends it at once.
+            self._next_step = step + 1
+            self._announced = False
+            try:
+                more = episode.advance(action, announce)
+            except Exception as exc:  # as above: a checked action must always apply
+                log.exception("track %s failed applying step %d of episode %s", job.track, step, job.episode.id)
+                return self._abort("infrastructure_error", f"track {job.track}: step {step}: the step failed: {exc!r}")
+            if more and not self._announced:
+                return self._abort(
+                    "infrastructure_error", f"track {job.track}: step {step}: the simulator went on without a decision"
+                )
+            nonce, sent_at = self._nonce, self._sent_at
             step = self.step = step + 1
 
         ended = time.monotonic()
@@ -828,7 +864,7 @@ class _Episode:
         report = self._timing(reader)
         self._exit_report(kill_after=END_GRACE_SECONDS)
         output = self.output
-        metrics = episode_metrics(env, self.actions, tuple(env.completion))
+        metrics = episode.metrics()
         timing = None
         if report is not None:
             timing = EpisodeTiming(
@@ -842,6 +878,15 @@ class _Episode:
                 send_seconds=float(report["send_seconds"]),
             )
         return self.finish("ok", "", output, metrics, timing)
+
+    def _announce(self, payload: Any) -> None:
+        """Send the next decision's payload with a fresh nonce (the simulator calls it from ``advance``)."""
+        self._nonce = nonce = self._nonces.next()
+        self._announced = True
+        self._sent_at = time.monotonic()
+        assert self.conn is not None
+        with contextlib.suppress(OSError):
+            self.conn.sendall(protocol.encode_task(self._next_step, payload, nonce))
 
     def _timing(self, reader: protocol.FrameReader) -> dict[str, Any] | None:
         """The harness's ``timing`` frame, sent when it gets ``end``; None if it does not come or is malformed

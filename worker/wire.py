@@ -1,5 +1,5 @@
-"""What both ends of the sandbox's channel agree on besides framing: how scenarios, nodes and replies travel, and
-the fingerprint of the simulator each end runs.
+"""What both ends of the sandbox's channel agree on besides framing: how a scenario travels (named by its track,
+which writes and reads it), how replies are made, and the fingerprint of the simulator each end runs.
 
 Imported on both sides (the trusted runner encodes, the harness and the episode process decode), so it depends on
 ``layersched.sim`` and the standard library only.
@@ -13,9 +13,7 @@ import operator
 from pathlib import Path
 from typing import Any
 
-from layersched.sim.catalog import parse_catalog
-from layersched.sim.scenario import CloudNode, NodeRanges, Scenario
-from layersched.sim.workload import NodeSpec
+from layersched.sim.tracks import Replica, get_track, load_track_module, track_module
 
 _INT64 = 2**63
 # The worker hands the harness its start nonce in this environment variable (not on the command line, which every
@@ -25,48 +23,30 @@ NONCE_ENV = "LAYERSCHED_START_NONCE"
 MAX_VALUE_CHARS = 200
 
 
-def scenario_to_wire(name: str, scenario: Scenario) -> dict[str, Any]:
-    params = scenario.params()
-    params.pop("catalog")
+def scenario_frame(name: str, track_id: str, scenario: Any) -> dict[str, Any]:
+    """The ``scenario`` frame: which track (its id and the module that defines it, which the harness imports) and
+    the scenario as that track writes it, with the content hash the harness must compute from it again."""
+    track = get_track(track_id)
     return {
         "type": "scenario",
         "name": name,
-        "hash": scenario.content_hash,
-        "params": params,
-        "catalog": {"name": scenario.catalog.name, "images": scenario.catalog.to_json()},
+        "track": track_id,
+        "module": track_module(track_id),
+        "hash": track.scenario_hash(scenario),
+        "scenario": track.scenario_to_wire(scenario),
     }
 
 
-def scenario_from_wire(message: dict[str, Any]) -> Scenario:
-    p = message["params"]
-    cloud = p["cloud"]
-    return Scenario(
-        catalog=parse_catalog(message["catalog"]["images"], name=message["catalog"]["name"]),
-        n_nodes=p["n_nodes"],
-        n_tasks=p["n_tasks"],
-        arrival_rate=p["arrival_rate"],
-        slots=p["slots"],
-        nodes=NodeRanges(
-            bandwidth_mbps=tuple(p["nodes"]["bandwidth_mbps"]),
-            freq_ghz=tuple(p["nodes"]["freq_ghz"]),
-            storage_gb=tuple(p["nodes"]["storage_gb"]),
-        ),
-        cycles_g=tuple(p["cycles_g"]),
-        zipf_s=p["zipf_s"],
-        cloud=None if cloud is None else CloudNode(**cloud),
-    )
+def replica_from_frame(frame: dict[str, Any]) -> tuple[Replica, str]:
+    """The sandbox's replica of a ``scenario`` frame's scenario, and its content hash as this side computes it.
 
-
-def nodes_to_wire(specs: list[NodeSpec]) -> list[list[Any]]:
-    # JSON has no Infinity: the cloud's unlimited storage travels as null.
-    return [[s.bandwidth, s.freq, None if s.storage == float("inf") else s.storage, s.slots, s.is_cloud] for s in specs]
-
-
-def nodes_from_wire(rows: list[list[Any]]) -> list[NodeSpec]:
-    return [
-        NodeSpec(bandwidth=b, freq=f, storage=float("inf") if s is None else s, slots=k, is_cloud=c)
-        for b, f, s, k, c in rows
-    ]
+    The frame comes from the trusted side, so importing the module it names is importing trusted code; the harness
+    does it before forking any episode process."""
+    track = load_track_module(frame["module"])
+    if track.id != frame["track"]:
+        raise ValueError(f"module {frame['module']!r} defines track {track.id!r}, not {frame['track']!r}")
+    scenario = track.scenario_from_wire(frame["scenario"])
+    return track.replica(scenario), track.scenario_hash(scenario)
 
 
 def action_message(step: int, value: object) -> dict[str, Any]:
@@ -100,7 +80,9 @@ def sim_fingerprint() -> str:
     import layersched.sim
 
     root = Path(layersched.sim.__file__).parent
-    files = sorted([*root.glob("*.py"), *root.glob("*.c"), *(p for p in (root / "data").glob("*") if p.is_file())])
+    # The top level and the tracks (the sandbox runs both); evaluation-set files are read on the trusted side only.
+    sources = [*root.glob("*.py"), *root.glob("*.c"), *(root / "tracks").rglob("*.py")]
+    files = sorted([*sources, *(p for p in (root / "data").glob("*") if p.is_file())])
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())

@@ -230,7 +230,7 @@ class Track(ScenarioSchema, Protocol):
 
     def run_policies(
         self, scenario: Any, policies: Sequence[tuple[Policy, random.Random]], workload: random.Random
-    ) -> list[EpisodeRun]:
+    ) -> Sequence[EpisodeRun]:
         """Play each ``(policy, policy_rng)`` on the same episode, drawn from ``workload`` once (the baselines'
         rows: what ``run_episode`` would give each with a fresh ``workload`` of the same seed or key)."""
         ...

@@ -40,7 +40,6 @@ def load_track_module(module_name: str) -> Track:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise TrackError(f"track module {module_name!r} cannot be imported: {exc}") from exc
-    # Whatever the module calls TRACK is taken for a Track: a module is trusted code, like an entry point.
     track: Track | None = getattr(module, "TRACK", None)
     if track is None:
         raise TrackError(f"track module {module_name!r} defines no TRACK")

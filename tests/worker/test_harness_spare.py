@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from layersched.sim.env import ClusterEnv
 from layersched.sim.scenario import Scenario
+from layersched.sim.tracks.layers_v1.sandbox import nodes_to_wire
 from layersched.sim.workload import draw_episode
 from layersched.worker import protocol
 from layersched.worker.capture import Capture
 from layersched.worker.harness import Harness, empty_scratch
-from layersched.worker.wire import nodes_to_wire, scenario_to_wire
+from layersched.worker.wire import replica_from_frame, scenario_frame
 
 POLICIES = Path(__file__).parent / "policies"
 DEADLINE = 10.0
@@ -87,9 +87,9 @@ def serve_one(channel: Channel, message: dict[str, object], scenario: Scenario) 
         hello = protocol.recv(conn, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=_deadline())
         assert hello == {"type": "hello", "episode_id": message["episode_id"], "token": message["token"]}
         specs, tasks = draw_episode(scenario, random.Random(1))
-        protocol.send(conn, {"type": "start", "seed": 7, "nodes": nodes_to_wire(specs)})
+        protocol.send(conn, {"type": "start", "seed": 7, "episode": {"nodes": nodes_to_wire(specs)}})
         for step, task in enumerate(tasks):
-            conn.sendall(protocol.encode_task(step, task.arrival, task.image, task.cycles, 1000 + step))
+            conn.sendall(protocol.encode_task(step, (task.arrival, task.image, task.cycles), 1000 + step))
             reply = protocol.recv(conn, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=_deadline())
             assert (reply["type"], reply["step"], reply["nonce"]) == ("action", step, 1000 + step)
         protocol.send(conn, {"type": "end"})
@@ -112,8 +112,9 @@ def test_the_first_spare_reports_its_import_and_serves_the_first_episode(channel
     first = channel.harness.spare
     assert first is not None
     scenario = Scenario(n_tasks=5)
-    channel.harness.envs["lab"] = ClusterEnv(scenario)  # what a scenario frame does
-    channel.harness.scenarios["lab"] = scenario_to_wire("lab", scenario)
+    frame = scenario_frame("lab", "layers-v1", scenario)
+    channel.harness.replicas["lab"], _ = replica_from_frame(frame)  # what a scenario frame does
+    channel.harness.scenarios["lab"] = frame
     report, _ = serve_one(channel, episode("e0"), scenario)
     assert (report["type"], report["exit_code"], report["signal"], report["scratch_dirty"]) == (
         "exited",
@@ -128,9 +129,9 @@ def test_a_spare_older_than_its_scenario_builds_the_replica_from_the_assignment(
     assert channel.harness.start() is True
     channel.recv()  # ready
     spare = channel.harness.spare
-    assert spare is not None and spare.envs == frozenset()  # forked before any scenario arrived
+    assert spare is not None and spare.replicas == frozenset()  # forked before any scenario arrived
     scenario = Scenario(n_tasks=5, arrival_rate=0.5)
-    frame = scenario_to_wire("cloudy", scenario)
+    frame = scenario_frame("cloudy", "layers-v1", scenario)
     channel.harness.scenarios["cloudy"] = frame
     report, _ = serve_one(channel, episode("e1", scenario="cloudy"), scenario)
     assert (report["exit_code"], report["signal"]) == (0, None)
@@ -141,7 +142,7 @@ def test_a_spare_that_died_waiting_reports_its_death_as_the_episodes(channel: Ch
     channel.recv()  # ready
     spare = channel.harness.spare
     assert spare is not None
-    channel.harness.scenarios["lab"] = scenario_to_wire("lab", Scenario(n_tasks=5))
+    channel.harness.scenarios["lab"] = scenario_frame("lab", "layers-v1", Scenario(n_tasks=5))
     os.kill(spare.pid, signal.SIGKILL)  # the out-of-memory killer, say: it is the episode's end, not retried
     channel.harness.run_episode(episode("e2"))
     report = channel.recv()

@@ -15,17 +15,12 @@ import pytest
 
 from layersched.sim.catalog import load_catalog
 from layersched.sim.scenario import CloudNode, Scenario
+from layersched.sim.tracks.layers_v1.sandbox import nodes_from_wire, nodes_to_wire
 from layersched.sim.workload import NodeSpec
 from layersched.worker import protocol
 from layersched.worker.capture import Capture
 from layersched.worker.limits import SandboxLimits
-from layersched.worker.wire import (
-    action_message,
-    nodes_from_wire,
-    nodes_to_wire,
-    scenario_from_wire,
-    scenario_to_wire,
-)
+from layersched.worker.wire import action_message, replica_from_frame, scenario_frame
 
 
 def frame(payload: bytes) -> bytes:
@@ -219,8 +214,17 @@ def test_capture_keeps_the_head_and_counts_the_rest():
     ids=["lab", "cloud", "hub"],
 )
 def test_scenario_survives_the_wire(scenario):
-    message = json.loads(protocol.encode(scenario_to_wire("s", scenario))[4:])
-    assert scenario_from_wire(message).content_hash == scenario.content_hash
+    frame = json.loads(protocol.encode(scenario_frame("s", "layers-v1", scenario))[4:])
+    assert (frame["track"], frame["module"]) == ("layers-v1", "layersched.sim.tracks.layers_v1")
+    replica, content_hash = replica_from_frame(frame)
+    assert content_hash == frame["hash"] == scenario.content_hash
+    assert replica.env.scenario.content_hash == scenario.content_hash
+
+
+def test_a_frame_whose_module_defines_another_track_is_refused():
+    frame = scenario_frame("s", "layers-v1", Scenario(n_tasks=5))
+    with pytest.raises(ValueError, match="defines track 'layers-v1', not 'toy-v1'"):
+        replica_from_frame({**frame, "track": "toy-v1"})
 
 
 def test_nodes_survive_the_wire_with_an_infinite_cloud():
@@ -253,12 +257,12 @@ def test_limits_are_validated(field, value, message):
 def test_fast_task_frames_equal_the_generic_encoding(step, arrival, image, cycles):
     nonce = protocol.new_nonces(1)[0]
     generic = protocol.encode({"type": "task", "step": step, "nonce": nonce, "task": [arrival, image, cycles]})
-    assert protocol.encode_task(step, arrival, image, cycles, nonce) == generic
+    assert protocol.encode_task(step, (arrival, image, cycles), nonce) == generic
 
 
 def test_fast_task_frames_refuse_non_finite_numbers():
     with pytest.raises(ValueError, match="Out of range float values"):
-        protocol.encode_task(0, float("inf"), 0, 1.0, 1)
+        protocol.encode_task(0, (float("inf"), 0, 1.0), 1)
 
 
 @pytest.mark.parametrize(
@@ -314,8 +318,8 @@ def _strict(payload: bytes) -> object:
     ids=["small", "long", "exponents", "extremes"],
 )
 def test_fast_task_decoding_equals_the_strict_parser(arrival, cycles):
-    payload = protocol.encode_task(42, arrival, 7, cycles, protocol.new_nonces(1)[0])[4:]
-    assert protocol._TASK_FRAME.fullmatch(payload) is not None  # the fast path is the one tested
+    payload = protocol.encode_task(42, (arrival, 7, cycles), protocol.new_nonces(1)[0])[4:]
+    assert protocol._TASK3_FRAME.fullmatch(payload) is not None  # the fast path is the one tested
     decoded = protocol.decode(payload)
     assert decoded == _strict(payload)
     assert [type(v) for v in decoded["task"]] == [float, int, float]
@@ -327,7 +331,7 @@ def test_fast_task_decoding_agrees_on_random_floats():
         arrival = rng.choice([rng.random(), rng.uniform(0, 1e4), 10 ** rng.uniform(-300, 300)])
         cycles = rng.expovariate(0.01) * rng.choice([1, 1e-12, 1e12])
         step, image, (nonce,) = rng.randrange(10**6), rng.randrange(100), protocol.new_nonces(1)
-        payload = protocol.encode_task(step, arrival, image, cycles, nonce)[4:]
+        payload = protocol.encode_task(step, (arrival, image, cycles), nonce)[4:]
         assert protocol.decode(payload) == _strict(payload), payload
 
 
@@ -341,7 +345,7 @@ def test_fast_task_decoding_agrees_on_random_floats():
     ids=["integer-arrival", "extra-field", "whitespace"],
 )
 def test_task_frames_off_the_fast_path_take_the_strict_parser(payload, task):
-    assert protocol._TASK_FRAME.fullmatch(payload) is None
+    assert protocol._TASK3_FRAME.fullmatch(payload) is None
     assert protocol.decode(payload)["task"] == task
     assert protocol.decode(payload) == _strict(payload)
 
@@ -368,7 +372,7 @@ def _send_later(sock: socket.socket, pieces: list[tuple[float, bytes]]) -> threa
     return thread
 
 
-TASK = protocol.encode_task(3, 12.5, 4, 20.0, 99)
+TASK = protocol.encode_task(3, (12.5, 4, 20.0), 99)
 
 
 @pytest.mark.parametrize(
@@ -488,3 +492,33 @@ def test_a_polling_reader_keeps_polling_while_the_core_is_its_own(monkeypatch, s
         assert cpu.yields > before + 100  # every read polled for its whole 1 ms of fake time
     sender.join()
     ours.close()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [(), (1, 2, 3), [0.5], (-0.0, -5, 1.5e300, 7), [10**17, -(10**17)], {"jobs": [[1, 2]], "void": True}, [[1.5, 2]]],
+    ids=["empty", "ints", "one-float", "four", "big-ints", "object", "nested"],
+)
+def test_any_decision_payload_encodes_as_the_generic_encoder_and_decodes_as_the_strict_parser(payload):
+    encoded = protocol.encode_task(5, payload, 77)
+    generic = protocol.encode({"type": "task", "step": 5, "nonce": 77, "task": payload})
+    assert encoded == generic
+    decoded = protocol.decode(encoded[4:])
+    assert decoded == _strict(encoded[4:])
+    strict_task = _strict(encoded[4:])["task"]
+    if isinstance(strict_task, list):  # ints stay ints and floats floats, whichever path decoded them
+        assert [type(v) for v in decoded["task"]] == [type(v) for v in strict_task]
+
+
+def test_integers_past_the_fast_paths_digits_take_the_generic_encoder():
+    payload = (10**19, 1.5)
+    generic = protocol.encode({"type": "task", "step": 0, "nonce": 1, "task": payload})
+    assert protocol.encode_task(0, payload, 1) == generic
+    assert protocol.decode(protocol.encode_task(0, payload, 1)[4:])["task"] == [10**19, 1.5]
+
+
+def test_nonces_one_at_a_time_are_fresh_across_batches():
+    source = protocol.Nonces(batch=16)
+    drawn = [source.next() for _ in range(100)]
+    assert len(set(drawn)) == 100
+    assert all(0 <= n < 2**protocol.NONCE_BITS for n in drawn)

@@ -86,8 +86,9 @@ rm -rf "$STAGE/$SITE/bin"
 PKG="$STAGE/$SITE/layersched"
 mkdir -p "$PKG/sim/data" "$PKG/sim/evalset" "$PKG/worker"
 # observe()'s C kernel travels as source only (the rules hash reads it); the sandbox runs observe()'s Python loop,
-# which gives the same bits.
-(cd "$REPO/sim" && cp -- *.py *.c py.typed "$PKG/sim/" && cp -- data/* "$PKG/sim/data/" && cp -- evalset/*.py "$PKG/sim/evalset/")
+# which gives the same bits. The tracks' packages keep their layout (the harness imports a track by module name).
+(cd "$REPO/sim" && cp -- *.py *.c py.typed "$PKG/sim/" && cp -- data/* "$PKG/sim/data/" && cp -- evalset/*.py "$PKG/sim/evalset/" \
+    && find tracks -name '*.py' -not -path '*/__pycache__/*' -exec cp --parents -- {} "$PKG/sim/" \;)
 cp "${SANDBOX_MODULES[@]/#/$REPO/worker/}" "$PKG/worker/"
 "$PY" -m compileall -q "$PKG" >&2
 # The rules hash of the simulator copied into the image, computed from those very files (-I: not the host's
@@ -115,13 +116,15 @@ tar --numeric-owner -C "$STAGE" -c . | docker import \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1' \
     --change "LABEL layersched.sandbox.inputs=$HASH" \
     --change "LABEL layersched.rules=$RULES" \
+    --change "LABEL layersched.sandbox.checkout=$REPO" \
     --change 'CMD ["python3", "-m", "layersched.worker.harness", "--help"]' \
     - "$TAG" >&2
 docker tag "$TAG" "$REPO_NAME:latest"
 rm -rf "$STAGE"
-# Each import is one ~0.9 GB layer that nothing shares: drop superseded builds (those still used by a container
-# are kept, since docker rmi refuses them).
-for old in $(docker images "$REPO_NAME" --format '{{.Tag}}'); do
+# Each import is one ~0.9 GB layer that nothing shares: drop this checkout's superseded builds (those still used by
+# a container are kept, since docker rmi refuses them). Another checkout's images are its own: two worktrees with
+# different simulators build different images, and removing each other's would pull images from under tests.
+for old in $(docker images "$REPO_NAME" --filter "label=layersched.sandbox.checkout=$REPO" --format '{{.Tag}}'); do
     if [ "$old" != latest ] && [ "$old" != "$HASH" ]; then
         docker rmi "$REPO_NAME:$old" >/dev/null 2>&1 && echo "removed superseded image $REPO_NAME:$old" >&2 || true
     fi

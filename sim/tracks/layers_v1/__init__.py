@@ -20,7 +20,7 @@ from layersched.sim.episode import EpisodeResult, check_action, run_episode
 from layersched.sim.errors import PolicyError
 from layersched.sim.replay import ReplayEnv
 from layersched.sim.scenario import Scenario
-from layersched.sim.tracks.interface import MetricSpec, Policy, ScenarioEntry
+from layersched.sim.tracks.interface import MetricSpec, Policy, ScenarioEntry, Track
 from layersched.sim.tracks.layers_v1 import schema
 from layersched.sim.tracks.layers_v1.sandbox import LayersReplica, LayersSimulator, scenario_from_wire, scenario_to_wire
 from layersched.sim.workload import Task
@@ -43,7 +43,7 @@ class LayersTrack:
     contract = CONTRACT
     baseline_names = tuple(BASELINES)
     reference_baseline = "Greedy"
-    metric_specs = (
+    metric_specs: tuple[MetricSpec, ...] = (
         MetricSpec("mean_completion", "mean completion time", "s"),
         MetricSpec("p95_completion", "95th percentile completion time", "s"),
         MetricSpec("cloud_share", "share of tasks on the cloud node"),
@@ -138,4 +138,4 @@ class LayersTrack:
         return LayerSchedEnv(scenario)
 
 
-TRACK = LayersTrack()
+TRACK: Track = LayersTrack()  # typed, so mypy checks that the class has all of the interface
