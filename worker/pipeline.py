@@ -138,7 +138,7 @@ def _job_for(evaluation: Evaluation, job: EvalJob) -> EpisodeJob:
     seed = policy_seed(
         evaluation.submission.bundle_sha256, get_track(job.track).scenario_hash(job.scenario), job.episode.id
     )
-    return EpisodeJob(job.scenario_name, job.scenario, job.episode, seed)
+    return EpisodeJob(job.scenario_name, job.scenario, job.episode, seed, track=job.track)
 
 
 def _record(session: Session, evaluation_id: int, job: EvalJob, outcome: EpisodeOutcome) -> None:
