@@ -2,7 +2,8 @@
 
 The baselines run in-process on the trusted simulator (they are our code, not untrusted), are cached on disk by
 (commitment, simulator version) by ``score_baselines``, and land in ``baseline_results`` as the leaderboard's
-reference rows. Greedy's row is 1.0 by construction: every score is a ratio to it.
+reference rows. The row of the set's track's reference baseline is 1.0 by construction: every score is a ratio to
+it.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from layersched.server.config import Settings
 from layersched.server.db import make_engine, make_sessionmaker, session_scope
 from layersched.sim.evalset import EpisodeRecord, EvalSet, load_evalset, score_baselines
 from layersched.sim.ordered_pool import Progress
+from layersched.sim.tracks import get_track
 from layersched.sim.version import SIM_VERSION
-from layersched.worker.pipeline import episode_means, split_score
+from layersched.worker.pipeline import episode_values, split_score
 
 
 def register_and_score(
@@ -47,15 +49,15 @@ def register_and_score(
 
 def write_reference_rows(*, session: Session, evalset: EvalSet, records: dict[str, list[EpisodeRecord]]) -> None:
     """Upsert one ``baseline_results`` row per baseline with its public and private scores."""
-    greedy = episode_means(records["Greedy"])
+    reference = episode_values(records[get_track(evalset.track).reference_baseline])
     for name, recs in records.items():
-        means = episode_means(recs)
+        values = episode_values(recs)
         storage.upsert_baseline_result(
             session=session,
             evalset_commitment=evalset.commitment,
             sim_version=SIM_VERSION,
             baseline=name,
-            score_public=split_score(evalset, means, greedy, "public"),
-            score_private=split_score(evalset, means, greedy, "private"),
-            per_scenario={sc.name: [m for (s, _), m in means.items() if s == sc.name] for sc in evalset.scenarios},
+            score_public=split_score(evalset, values, reference, "public"),
+            score_private=split_score(evalset, values, reference, "private"),
+            per_scenario={sc.name: [v for (s, _), v in values.items() if s == sc.name] for sc in evalset.scenarios},
         )

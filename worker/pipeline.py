@@ -34,6 +34,7 @@ from layersched.sim.episodes import policy_seed
 from layersched.sim.errors import SimError
 from layersched.sim.evalset import EpisodeRecord, EvalJob, EvalSet, load_evalset, score_baselines
 from layersched.sim.scoring import ScenarioEpisodes, bootstrap_interval, pair_episodes, score
+from layersched.sim.tracks import get_track
 from layersched.sim.version import SIM_VERSION
 from layersched.worker.sandbox.choice import choose_sandbox
 from layersched.worker.sandbox.limits import SandboxLimits
@@ -135,8 +136,10 @@ def select_jobs(session: Session, evaluation: Evaluation, evalset: EvalSet) -> l
 
 
 def _job_for(evaluation: Evaluation, job: EvalJob) -> EpisodeJob:
-    seed = policy_seed(evaluation.submission.bundle_sha256, job.scenario.content_hash, job.episode.id)
-    return EpisodeJob(job.scenario_name, job.scenario, job.episode, seed)
+    seed = policy_seed(
+        evaluation.submission.bundle_sha256, get_track(job.track).scenario_hash(job.scenario), job.episode.id
+    )
+    return EpisodeJob(job.scenario_name, job.scenario, job.episode, seed, track=job.track)
 
 
 def _record(session: Session, evaluation_id: int, job: EvalJob, outcome: EpisodeOutcome) -> None:
@@ -162,32 +165,33 @@ def _record(session: Session, evaluation_id: int, job: EvalJob, outcome: Episode
 
 
 def split_score(
-    evalset: EvalSet, means: dict[tuple[str, str], float], greedy: dict[tuple[str, str], float], split: str
+    evalset: EvalSet, values: dict[tuple[str, str], float], reference: dict[tuple[str, str], float], split: str
 ) -> dict[str, Any] | None:
     """Score of one leaderboard split with its 95% bootstrap interval, or None if the split has no episodes.
 
-    ``means`` and ``greedy`` map (scenario, episode id) to the episode's mean completion time.
+    ``values`` and ``reference`` (the track's reference baseline's) map (scenario, episode id) to the episode's
+    primary metric.
     """
     keys = {(job.scenario_name, job.episode.id) for job in evalset.jobs(split)}  # type: ignore[arg-type]
     if not keys:
         return None
     # pair_episodes refuses a policy result missing for any of these episodes, instead of scoring on fewer.
-    policy = {k: v for k, v in means.items() if k in keys}
-    reference = {k: greedy[k] for k in keys}
-    scenarios: list[ScenarioEpisodes] = pair_episodes(evalset.weights, policy, reference)
+    policy = {k: v for k, v in values.items() if k in keys}
+    scenarios: list[ScenarioEpisodes] = pair_episodes(evalset.weights, policy, {k: reference[k] for k in keys})
     result = score(scenarios)
     low, high = bootstrap_interval(scenarios)
     return {"overall": result.overall, "ci_low": low, "ci_high": high, "per_scenario": result.ratios}
 
 
-def greedy_reference(evalset: EvalSet, cache_dir: Path) -> dict[tuple[str, str], float]:
-    """Greedy's mean completion time on every episode of the set (computed once per set and simulator version)."""
-    return episode_means(score_baselines(evalset, cache_dir)["Greedy"])
+def reference_values(evalset: EvalSet, cache_dir: Path) -> dict[tuple[str, str], float]:
+    """The track's reference baseline's primary metric on every episode of the set (computed once per set and
+    simulator version)."""
+    return episode_values(score_baselines(evalset, cache_dir)[get_track(evalset.track).reference_baseline])
 
 
-def episode_means(records: Sequence[EpisodeRecord]) -> dict[tuple[str, str], float]:
-    """(scenario, episode id) -> mean completion time: what ``split_score`` takes."""
-    return {(r.scenario, r.episode): r.mean_completion for r in records}
+def episode_values(records: Sequence[EpisodeRecord]) -> dict[tuple[str, str], float]:
+    """(scenario, episode id) -> the episode's primary metric: what ``split_score`` takes."""
+    return {(r.scenario, r.episode): r.primary for r in records}
 
 
 def compare_audit(
@@ -381,13 +385,15 @@ def _conclude(session: Session, evaluation_id: int, evalset: EvalSet, settings: 
         verdict = compare_audit(original, rows, original_eval, evaluation)
         storage.finish_evaluation(session=session, evaluation_id=evaluation_id, state="succeeded", audit=verdict)
         return EvaluationReport(evaluation_id, "succeeded", ran, verdict["verdict"])
-    greedy = greedy_reference(evalset, settings.baseline_cache_dir)
-    means = {(r.scenario, r.episode_id): r.mean_completion for r in rows if r.mean_completion is not None}
+    reference = reference_values(evalset, settings.baseline_cache_dir)
+    # An episode's row holds its primary metric in the lab's column, mean_completion (the lab's primary metric), until
+    # the episode rows name their metrics by the track's MetricSpecs.
+    values = {(r.scenario, r.episode_id): r.mean_completion for r in rows if r.mean_completion is not None}
     storage.finish_evaluation(
         session=session,
         evaluation_id=evaluation_id,
         state="succeeded",
-        score_public=split_score(evalset, means, greedy, "public"),
-        score_private=split_score(evalset, means, greedy, "private"),
+        score_public=split_score(evalset, values, reference, "public"),
+        score_private=split_score(evalset, values, reference, "private"),
     )
     return EvaluationReport(evaluation_id, "succeeded", ran)

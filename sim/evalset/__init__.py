@@ -26,12 +26,18 @@ A *template* (``template = true``) has the same layout but asks for keys instead
 ``generate = {public = 5, private = 20}`` in a scenario and ``key = "generate"`` in a synthetic catalog.
 ``new_evalset`` turns it into a real set with fresh keys, written where git ignores it.
 
+A set names its track (``track = "layers-v1"``; absent means ``layers-v1``, and only another track is part of
+the canonical form, so every commitment made before tracks existed still holds). What a ``[[scenario]]`` table says
+beyond ``name``, ``weight`` and ``episodes``, and top-level tables such as ``[catalogs]``, are the track's: it
+parses, checks, commits to and writes them (``layersched.sim.tracks.interface.ScenarioSchema``; the lab's are in
+``layersched.sim.tracks.layers_v1.schema``). Nothing here knows a track by name.
+
 The package is cut by idea, and re-exports the public names so callers keep importing from
-``layersched.sim.evalset``: ``model`` (the validated set, its canonical form and commitment), ``values`` (reading a
-file's values, each error naming the value), ``sources`` (where a scenario's catalog comes from), ``scenarios`` (a
-``[[scenario]]`` table and ``[catalogs]``: what is specific to the layers problem), ``parse`` (loading and verifying a
-file), ``builtin`` (the sets shipped in the package), ``writing`` (dumping a set, filling a template) and ``runs``
-(in-process runs and the baselines' cached records).
+``layersched.sim.evalset``: ``model`` (the validated set, its canonical form and commitment), ``scenarios`` (a
+``[[scenario]]`` table's shared part), ``parse`` (loading and verifying a file), ``builtin`` (the sets shipped in
+the package), ``writing`` (dumping a set, filling a template) and ``runs`` (in-process runs through the track and
+the baselines' cached records). The value readers, shared with the tracks' schemas, are
+``layersched.sim.tracks.values``.
 """
 
 from layersched.sim.evalset.builtin import BUILTIN_SETS, SAMPLE_PATH
@@ -45,9 +51,8 @@ from layersched.sim.evalset.runs import (
     paired_scenarios,
     score_baselines,
 )
-from layersched.sim.evalset.sources import CatalogSource
-from layersched.sim.evalset.values import GENERATE
 from layersched.sim.evalset.writing import KEY_BYTES, dump_evalset, new_evalset
+from layersched.sim.tracks.values import GENERATE
 
 __all__ = [
     "BUILTIN_SETS",
@@ -57,7 +62,6 @@ __all__ = [
     "KEY_BYTES",
     "SAMPLE_PATH",
     "SPLITS",
-    "CatalogSource",
     "EpisodeRecord",
     "EvalJob",
     "EvalScenario",

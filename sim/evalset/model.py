@@ -11,11 +11,9 @@ from typing import Any, NamedTuple
 from layersched.sim.catalog import canonical_json
 from layersched.sim.episodes import EpisodeSpec, Split
 from layersched.sim.errors import EvalSetError
-from layersched.sim.evalset.sources import CatalogSource
-from layersched.sim.evalset.values import check_name
-from layersched.sim.scenario import Scenario
-from layersched.sim.tracks.registry import DEFAULT_TRACK_ID
-from layersched.sim.workload import draw_nodes
+from layersched.sim.tracks.interface import Track
+from layersched.sim.tracks.registry import DEFAULT_TRACK_ID, TrackError, get_track, track_ids
+from layersched.sim.tracks.values import check_name, source_json
 
 FORMAT = "layersched-evalset"
 FORMAT_VERSION = 1
@@ -24,44 +22,25 @@ SPLITS: tuple[Split, ...] = ("public", "private")
 
 @dataclass(frozen=True)
 class EvalScenario:
-    """One scenario of a set: its weight in the overall score, the simulated cluster and its episodes."""
+    """One scenario of a set: its weight in the overall score, the track's scenario and its episodes."""
 
     name: str
     weight: float
-    scenario: Scenario
+    # The track's scenario value: what its simulator runs and its scenario_hash hashes (layers-v1: a Scenario).
+    scenario: Any
     episodes: tuple[EpisodeSpec, ...]
-    source: CatalogSource | None = None
-
-    def canonical(self, *, public: bool = False) -> dict[str, Any]:
-        sc = self.scenario
-        return {
-            "name": self.name,
-            "weight": float(self.weight),
-            "catalog": self.source.name if self.source is not None else sc.catalog.name,
-            "n_nodes": sc.n_nodes,
-            "n_tasks": sc.n_tasks,
-            "arrival_rate": float(sc.arrival_rate),
-            "slots": sc.slots,
-            "nodes": {
-                "bandwidth_mbps": _floats(sc.nodes.bandwidth_mbps),
-                "freq_ghz": _floats(sc.nodes.freq_ghz),
-                "storage_gb": _floats(sc.nodes.storage_gb),
-            },
-            "cycles_g": _floats(sc.cycles_g),
-            "zipf_s": float(sc.zipf_s),
-            "cloud": None
-            if sc.cloud is None
-            else {"bandwidth_mbps": float(sc.cloud.bandwidth_mbps), "freq_ghz": float(sc.cloud.freq_ghz)},
-            "episodes": [_episode_json(ep, public=public) for ep in self.episodes],
-        }
+    # What the track's schema keeps beside the scenario for the canonical form and the dump, opaque here (layers-v1:
+    # where the catalog comes from, a CatalogSource; None for a scenario built in code, pinned by content).
+    source: Any = None
 
 
 class EvalJob(NamedTuple):
-    """One episode to run: the scenario it belongs to and its workload source."""
+    """One episode to run: the scenario it belongs to, its workload source and the track that plays it."""
 
     scenario_name: str
-    scenario: Scenario
+    scenario: Any
     episode: EpisodeSpec
+    track: str = DEFAULT_TRACK_ID
 
 
 @dataclass(frozen=True)
@@ -75,6 +54,7 @@ class EvalSet:
     track: str = DEFAULT_TRACK_ID
 
     def __post_init__(self) -> None:
+        find_track(self.track)
         _check_set(self)
 
     def canonical(self) -> dict[str, Any]:
@@ -97,7 +77,7 @@ class EvalSet:
         if split is not None and split not in SPLITS:
             raise EvalSetError(f"split must be 'public' or 'private', got {split!r}")
         return [
-            EvalJob(sc.name, sc.scenario, ep)
+            EvalJob(sc.name, sc.scenario, ep, self.track)
             for sc in self.scenarios
             for ep in sc.episodes
             if split is None or ep.split == split
@@ -109,9 +89,10 @@ class EvalSet:
 
     @property
     def hidden(self) -> bool:
-        """Whether any episode or catalog depends on a secret key."""
+        """Whether any episode or any scenario's own part (a hidden catalog) depends on a secret key."""
+        track = find_track(self.track)
         return any(ep.hidden for sc in self.scenarios for ep in sc.episodes) or any(
-            sc.source is not None and sc.source.key is not None for sc in self.scenarios
+            any(True for _ in track.secret_keys(sc)) for sc in self.scenarios
         )
 
     def scenario(self, name: str) -> EvalScenario:
@@ -121,34 +102,45 @@ class EvalSet:
         raise EvalSetError(f"evaluation set {self.name!r} has no scenario {name!r}")
 
     def _canonical(self, *, public: bool) -> dict[str, Any]:
-        catalogs: dict[str, Any] = {}
-        for sc in self.scenarios:
-            if sc.source is None:  # built in code from a Catalog object: pinned by content only
-                inline = {"kind": "inline", "sha256": sc.scenario.catalog.content_hash}
-                catalogs.setdefault(sc.scenario.catalog.name, inline)
-            else:
-                catalogs.setdefault(sc.source.name, sc.source.canonical(sc.scenario.catalog, public=public))
-        return {
+        track = find_track(self.track)
+        out = {
             "format": FORMAT,
             "version": FORMAT_VERSION,
             "name": self.name,
             "description": self.description,
-            "catalogs": catalogs,
-            "scenarios": [sc.canonical(public=public) for sc in self.scenarios],
+            "scenarios": [_scenario_canonical(track, sc, public=public) for sc in self.scenarios],
         }
+        out.update(_track_part(track.tables_canonical(self.scenarios, public=public), out, "top level"))
+        # Only another track is spelled out: a set of the default track hashes as it did before tracks existed, so
+        # every commitment published until then still verifies.
+        if self.track != DEFAULT_TRACK_ID:
+            out["track"] = self.track
+        return out
 
     def __repr__(self) -> str:  # never print keys
         n = sum(len(sc.episodes) for sc in self.scenarios)
         return f"EvalSet(name={self.name!r}, scenarios={len(self.scenarios)}, episodes={n})"
 
 
+def find_track(track_id: object) -> Track:
+    """The registered track ``track_id``; an ``EvalSetError`` names the value and lists the known tracks."""
+    if not isinstance(track_id, str):
+        raise EvalSetError(f"track must be a track id such as {DEFAULT_TRACK_ID!r}, got {track_id!r}")
+    try:
+        return get_track(track_id)
+    except TrackError as exc:
+        if track_id in track_ids():  # known, but its module is broken: say so rather than "unknown"
+            raise EvalSetError(f"track {track_id!r}: {exc}") from exc
+        raise EvalSetError(f"unknown track {track_id!r}; known tracks: {', '.join(track_ids())}") from exc
+
+
 def _check_set(evalset: EvalSet) -> None:
     check_name(evalset.name, "evaluation set name")
     if not evalset.scenarios:
         raise EvalSetError(f"evaluation set {evalset.name!r} has no scenarios")
+    track = find_track(evalset.track)
     seen: set[str] = set()
     keys: dict[bytes, str] = {}
-    sources: dict[str, CatalogSource] = {}
     for sc in evalset.scenarios:
         check_name(sc.name, "scenario name")
         if sc.name in seen:
@@ -159,12 +151,8 @@ def _check_set(evalset: EvalSet) -> None:
             raise EvalSetError(f"scenario {sc.name!r}: weight must be a positive finite number, got {weight!r}")
         if not sc.episodes:
             raise EvalSetError(f"scenario {sc.name!r} has no episodes")
-        if sc.source is not None and sc.source.name not in sources:
-            sources[sc.source.name] = sc.source
-            if sc.source.key is not None:
-                _claim_key(keys, sc.source.key, f"catalog {sc.source.name!r}")
-        elif sc.source is not None and sources[sc.source.name] != sc.source:
-            raise EvalSetError(f"scenario {sc.name!r}: catalog name {sc.source.name!r} names two catalogs")
+        for key, what in track.secret_keys(sc):
+            _claim_key(keys, key, what)
         ids: set[str] = set()
         seeds: set[int] = set()
         for ep in sc.episodes:
@@ -179,57 +167,42 @@ def _check_set(evalset: EvalSet) -> None:
                 seeds.add(ep.seed)
             if ep.key is not None:
                 _claim_key(keys, ep.key, where)
-        _check_playable(sc)
-
-
-def _check_playable(sc: EvalScenario) -> None:
-    """Every image must fit on some node of every episode, or the episode has a task no policy can place.
-
-    ``Scenario`` only checks the largest storage nodes *can* get; the nodes an episode actually draws may all be
-    smaller. Drawing the nodes is the first thing an episode does, so this costs a few draws per episode.
-    """
-    scenario = sc.scenario
-    largest = max(scenario.catalog.images, key=lambda im: im.size_mb)
-    if scenario.cloud is not None or largest.size_mb <= scenario.nodes.storage_gb[0] * 1024:
-        return
-    for ep in sc.episodes:
-        biggest = max(node.storage for node in draw_nodes(scenario, ep.workload_rng()))
-        if largest.size_mb > biggest:
-            raise EvalSetError(
-                f"scenario {sc.name!r} episode {ep.id!r}: image {largest.name!r} ({largest.size_mb:.1f} MB) fits "
-                f"on no node of this episode (the largest holds {biggest:.1f} MB); raise nodes.storage_gb or add "
-                "a cloud node"
-            )
+    track.check_scenarios(evalset.scenarios)
 
 
 def _claim_key(keys: dict[bytes, str], key: bytes, where: str) -> None:
-    if key in keys:
+    # Scenarios that share one catalog name its key once each: the same purpose, not a second one.
+    if keys.get(key, where) != where:
         # The same key twice is a copy-paste slip that would correlate two supposedly independent draws.
         raise EvalSetError(f"{where}: key is already used by {keys[key]}")
     keys[key] = where
 
 
-def _floats(pair: tuple[float, float]) -> list[float]:
-    return [float(pair[0]), float(pair[1])]
-
-
-def _episode_json(ep: EpisodeSpec, *, public: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": ep.id, "split": ep.split}
-    if ep.seed is not None:
-        out["seed"] = ep.seed
-    elif public:
-        out["hidden"] = True
-    else:
-        assert ep.key is not None
-        out["key"] = ep.key.hex()
+def _scenario_canonical(track: Track, sc: EvalScenario, *, public: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": sc.name, "weight": float(sc.weight)}
+    out["episodes"] = [episode_json(ep, public=public) for ep in sc.episodes]
+    out.update(_track_part(track.scenario_canonical(sc, public=public), out, f"scenario {sc.name!r}"))
     return out
+
+
+def _track_part(part: dict[str, Any], shared: dict[str, Any], where: str) -> dict[str, Any]:
+    # A track that used a shared key would overwrite what the shared code commits to.
+    clash = sorted(set(part) & set(shared))
+    if clash:
+        raise EvalSetError(f"{where}: the track's canonical form uses the shared key {clash[0]!r}")
+    return part
+
+
+def episode_json(ep: EpisodeSpec, *, public: bool) -> dict[str, Any]:
+    return {"id": ep.id, "split": ep.split, **source_json(ep.seed, ep.key, public=public)}
 
 
 def iter_keys(evalset: EvalSet) -> Iterator[bytes]:
     """Every secret key of the set (for tests and audits; never log the result)."""
+    track = find_track(evalset.track)
     for sc in evalset.scenarios:
-        if sc.source is not None and sc.source.key is not None:
-            yield sc.source.key
+        for key, _ in track.secret_keys(sc):
+            yield key
         for ep in sc.episodes:
             if ep.key is not None:
                 yield ep.key

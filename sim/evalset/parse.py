@@ -4,18 +4,36 @@ from __future__ import annotations
 
 import hmac
 import re
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from layersched.sim.catalog import Catalog
 from layersched.sim.errors import EvalSetError
 from layersched.sim.evalset.builtin import BUILTIN_SETS
-from layersched.sim.evalset.model import FORMAT, FORMAT_VERSION, EvalSet
-from layersched.sim.evalset.scenarios import parse_catalog_sources, parse_scenario
-from layersched.sim.evalset.values import check_name, no_unknown, read_toml
+from layersched.sim.evalset.model import FORMAT, FORMAT_VERSION, EvalSet, find_track
+from layersched.sim.evalset.scenarios import parse_scenario
+from layersched.sim.tracks.registry import DEFAULT_TRACK_ID
+from layersched.sim.tracks.values import check_name, no_unknown
 
-_TOP_KEYS = {"format", "version", "name", "description", "catalogs", "scenario", "template"}
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 needs the tomli backport
+    import tomli as tomllib
+
+# The rest of the top level is the track's (Track.evalset_tables: the lab's [catalogs]).
+_TOP_KEYS = frozenset({"format", "version", "name", "description", "scenario", "template", "track"})
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            data: dict[str, Any] = tomllib.load(fh)
+            return data
+    except OSError as exc:
+        raise EvalSetError(f"cannot read evaluation set {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise EvalSetError(f"{path}: not valid TOML ({exc})") from exc
 
 
 def prefixed(path: Path, build: Callable[[], EvalSet]) -> EvalSet:
@@ -61,8 +79,12 @@ def verify_evalset(path: str | Path, commitment: str) -> bool:
 
 
 def parse_evalset(raw: Mapping[str, Any], *, base_dir: Path) -> EvalSet:
-    """Build an ``EvalSet`` from parsed TOML; catalog files are resolved against ``base_dir``."""
-    no_unknown(raw, _TOP_KEYS, "top level")
+    """Build an ``EvalSet`` from parsed TOML; paths in the file (catalog files) are resolved against ``base_dir``."""
+    # Files written before tracks existed have no `track`: they are all the lab's problem. The track comes first
+    # because it says which other top-level tables are allowed.
+    track_id = raw.get("track", DEFAULT_TRACK_ID)
+    track = find_track(track_id)
+    no_unknown(raw, _TOP_KEYS | track.evalset_tables, "top level")
     if raw.get("format") != FORMAT:
         raise EvalSetError(f"format must be {FORMAT!r}, got {raw.get('format')!r}")
     if raw.get("version") != FORMAT_VERSION:
@@ -72,13 +94,12 @@ def parse_evalset(raw: Mapping[str, Any], *, base_dir: Path) -> EvalSet:
     description = raw.get("description", "")
     if not isinstance(description, str):
         raise EvalSetError(f"description must be a string, got {description!r}")
-    sources = parse_catalog_sources(raw.get("catalogs", {}))
-    loaded: dict[str, Catalog] = {}
+    context = track.read_tables({k: raw[k] for k in sorted(track.evalset_tables) if k in raw}, base_dir=base_dir)
     raw_scenarios = raw.get("scenario")
     if not isinstance(raw_scenarios, list) or not raw_scenarios:
         raise EvalSetError("an evaluation set needs at least one [[scenario]] table")
-    scenarios = [parse_scenario(entry, i, sources, loaded, base_dir) for i, entry in enumerate(raw_scenarios)]
+    scenarios = [parse_scenario(entry, i, track, context) for i, entry in enumerate(raw_scenarios)]
     name = raw.get("name")
     check_name(name, "evaluation set name")
     assert isinstance(name, str)
-    return EvalSet(name=name, scenarios=tuple(scenarios), description=description)
+    return EvalSet(name=name, scenarios=tuple(scenarios), description=description, track=track_id)

@@ -4,31 +4,31 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from layersched.sim.catalog import BUILTIN_CATALOGS
 from layersched.sim.errors import EvalSetError
-from layersched.sim.evalset.model import FORMAT, FORMAT_VERSION, SPLITS, EvalSet
-from layersched.sim.evalset.parse import load_evalset, parse_evalset, prefixed
-from layersched.sim.evalset.sources import structure_json
-from layersched.sim.evalset.values import GENERATE, integer, read_toml
+from layersched.sim.evalset.model import FORMAT, FORMAT_VERSION, SPLITS, EvalSet, episode_json, find_track
+from layersched.sim.evalset.parse import load_evalset, parse_evalset, prefixed, read_toml
+from layersched.sim.tracks.registry import DEFAULT_TRACK_ID
+from layersched.sim.tracks.values import GENERATE, integer
 
 KEY_BYTES = 32  # fresh keys are 256 bits; files may hold any key of at least MIN_KEY_BYTES
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
-def dump_evalset(evalset: EvalSet, *, catalog_files: Mapping[str, str] | None = None) -> str:
+def dump_evalset(evalset: EvalSet, *, relocate: Callable[[str], str] | None = None) -> str:
     """The set as a TOML document that ``load_evalset`` reads back to the same commitment.
 
-    ``catalog_files`` maps a file catalog's name to its path relative to where the document will be saved.
+    ``relocate`` maps a path as the set names it (a catalog file, relative to the set's folder) to the one to write,
+    relative to where the document will be saved; by default paths are written as they are.
     """
-    files = dict(catalog_files or {})
-    for sc in evalset.scenarios:
-        if sc.source is None and sc.scenario.catalog.name not in BUILTIN_CATALOGS:
-            raise EvalSetError(f"scenario {sc.name!r}: catalog {sc.scenario.catalog.name!r} has no source to write")
+    track = find_track(evalset.track)
+    tables = track.dump_tables(evalset.scenarios, relocate=relocate or (lambda path: path))
     header = (
         "# layersched evaluation set with secret keys: never commit it before the organisers reveal it."
         if evalset.hidden
@@ -41,32 +41,24 @@ def dump_evalset(evalset: EvalSet, *, catalog_files: Mapping[str, str] | None = 
         f"name = {_toml(evalset.name)}",
         f"description = {_toml(evalset.description)}",
     ]
-    written: set[str] = set()
+    if evalset.track != DEFAULT_TRACK_ID:  # as in the canonical form: absent means the default track
+        lines.append(f"track = {_toml(evalset.track)}")
+    for table, entries in tables.items():
+        for name, values in entries.items():
+            lines += ["", f"[{_key(table)}.{_key(name)}]"]
+            lines += [f"{_key(k)} = {_toml(v)}" for k, v in values.items()]
     for sc in evalset.scenarios:
-        src = sc.source
-        if src is None or src.kind == "builtin" or src.name in written:
-            continue
-        written.add(src.name)
-        lines += ["", f"[catalogs.{src.name}]", f"kind = {_toml(src.kind)}"]
-        if src.kind == "file":
-            lines.append(f"file = {_toml(files.get(src.name, src.path))}")
-            lines.append(f"sha256 = {_toml(sc.scenario.catalog.content_hash)}")
-        else:
-            lines.append(f"key = {_toml(src.key.hex())}" if src.key is not None else f"seed = {src.seed}")
-            lines += [f"{k} = {_toml(v)}" for k, v in structure_json(src.structure).items()]
-    for sc in evalset.scenarios:
-        data = sc.canonical()
-        lines += ["", "[[scenario]]"]
-        for key in ("name", "weight", "catalog", "n_nodes", "n_tasks", "arrival_rate", "slots", "cycles_g"):
-            lines.append(f"{key} = {_toml(data[key])}")
-        lines.append(f"zipf_s = {_toml(data['zipf_s'])}")
-        lines.append(f"nodes = {_toml(data['nodes'])}")
-        if data["cloud"] is not None:
-            lines.append(f"cloud = {_toml(data['cloud'])}")
+        lines += ["", "[[scenario]]", f"name = {_toml(sc.name)}", f"weight = {_toml(float(sc.weight))}"]
+        lines += [f"{_key(k)} = {_toml(v)}" for k, v in track.dump_scenario(sc).items()]
         lines.append("episodes = [")
-        lines += [f"    {_toml(ep)}," for ep in data["episodes"]]
+        lines += [f"    {_toml(episode_json(ep, public=False))}," for ep in sc.episodes]
         lines.append("]")
     return "\n".join(lines) + "\n"
+
+
+def _key(name: str) -> str:
+    # A bare key only where TOML reads it as one key: a catalog named "hub.v2" must not become two nested tables.
+    return name if _BARE_KEY.fullmatch(name) else _toml(name)
 
 
 def _toml(value: Any) -> str:
@@ -80,7 +72,7 @@ def _toml(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_toml(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+        return "{ " + ", ".join(f"{_key(k)} = {_toml(v)}" for k, v in value.items()) + " }"
     raise TypeError(f"cannot write {value!r} as TOML")
 
 
@@ -114,13 +106,8 @@ def new_evalset(
             f"{out_path} is not ignored by git; write real sets under hidden_seeds/private/ (or add the path "
             "to .gitignore) so their keys are never committed"
         )
-    # Catalog files stay where they are: the new file refers to them relative to its own folder.
-    files = {
-        sc.source.name: os.path.relpath(template_path.parent / sc.source.path, out_path.parent)
-        for sc in evalset.scenarios
-        if sc.source is not None and sc.source.kind == "file" and sc.source.path is not None
-    }
-    text = dump_evalset(evalset, catalog_files=files)
+    # Files the set names (catalogs) stay where they are: the new file refers to them relative to its own folder.
+    text = dump_evalset(evalset, relocate=lambda path: os.path.relpath(template_path.parent / path, out_path.parent))
     fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text)
@@ -133,13 +120,9 @@ def new_evalset(
 def _fill_template(raw: Mapping[str, Any]) -> dict[str, Any]:
     # Anything malformed is left as it is for parse_evalset to report.
     real = {k: v for k, v in raw.items() if k != "template"}
-    if isinstance(raw.get("catalogs"), dict):
-        catalogs = {}
-        for name, table in raw["catalogs"].items():
-            if isinstance(table, dict) and table.get("key") == GENERATE:
-                table = {**table, "key": secrets.token_bytes(KEY_BYTES).hex()}
-            catalogs[name] = table
-        real["catalogs"] = catalogs
+    track = find_track(raw.get("track", DEFAULT_TRACK_ID))
+    for table in track.evalset_tables & set(raw):
+        real[table] = _fresh_keys(raw[table])
     if not isinstance(raw.get("scenario"), list):
         return real
     scenarios = []
@@ -164,6 +147,17 @@ def _fill_template(raw: Mapping[str, Any]) -> dict[str, Any]:
         scenarios.append(entry)
     real["scenario"] = scenarios
     return real
+
+
+def _fresh_keys(value: Any) -> Any:
+    """``value`` with every ``key = "generate"`` of its tables replaced by a fresh key (the track's tables: the
+    lab's hidden catalogs)."""
+    if not isinstance(value, dict):
+        return value
+    return {
+        k: secrets.token_bytes(KEY_BYTES).hex() if k == "key" and v == GENERATE else _fresh_keys(v)
+        for k, v in value.items()
+    }
 
 
 def _git_tracks(path: Path) -> bool:

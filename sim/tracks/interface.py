@@ -18,9 +18,12 @@ Scores are per-scenario ratios of the primary metric to the reference baseline's
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
+
+from layersched.sim.episodes import EpisodeSpec
 
 # policy(view, decision, rng) -> action: the arguments are the track's (the lab's: the env view and a Task).
 Policy = Callable[..., Any]
@@ -101,7 +104,84 @@ class Replica(Protocol):
         ...
 
 
-class Track(Protocol):
+class ScenarioEntry(Protocol):
+    """One scenario of an evaluation set, as a track's schema gets it back (``layersched.sim.evalset.EvalScenario``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def scenario(self) -> Any:
+        """The track's scenario value, as ``ScenarioSchema.parse_scenario`` returned it."""
+        ...
+
+    @property
+    def source(self) -> Any:
+        """What ``parse_scenario`` returned beside the scenario (None for a scenario built in code)."""
+        ...
+
+    @property
+    def episodes(self) -> tuple[EpisodeSpec, ...]: ...
+
+
+class ScenarioSchema(Protocol):
+    """How a track's scenarios are written in an evaluation-set file, read back and committed to.
+
+    The shared code (``layersched.sim.evalset``) reads a file's ``format``, ``version``, ``name``, ``description``,
+    ``track`` and, of each ``[[scenario]]`` table, ``name``, ``weight`` and ``episodes``; the rest of each table, and
+    the top-level tables named in ``evalset_tables``, are the track's. The set's commitment hashes the shared part
+    with what ``scenario_canonical`` and ``tables_canonical`` return. ``layersched.sim.tracks.simple_schema`` has
+    all of it for a scenario that is a few integers.
+    """
+
+    # The keys of a [[scenario]] table the track reads (never name, weight or episodes).
+    scenario_keys: frozenset[str]
+    # The top-level tables of a file the track reads (the lab's: "catalogs"), shared by its scenarios.
+    evalset_tables: frozenset[str]
+
+    def read_tables(self, tables: Mapping[str, Any], *, base_dir: Path) -> Any:
+        """Read the file's ``evalset_tables`` (those present) once: what each ``parse_scenario`` of the file gets as
+        ``context``. Paths in them are relative to ``base_dir``, the file's folder."""
+        ...
+
+    def parse_scenario(self, table: Mapping[str, Any], where: str, context: Any) -> tuple[Any, Any]:
+        """A [[scenario]] table's ``scenario_keys`` (those present) as ``(scenario, source)``: ``scenario`` is what the
+        track runs and hashes, ``source`` anything it wants back for the canonical form and the dump (opaque to the
+        shared code). Raises ``EvalSetError`` whose message starts with ``where`` (``scenario 'lab-300'``)."""
+        ...
+
+    def check_scenarios(self, scenarios: Sequence[ScenarioEntry]) -> None:
+        """Raise ``EvalSetError`` naming the scenario if the set's scenarios cannot be played or committed to as they
+        are (the lab's: an episode whose nodes hold no copy of some image; one catalog name for two catalogs)."""
+        ...
+
+    def secret_keys(self, scenario: ScenarioEntry) -> Iterable[tuple[bytes, str]]:
+        """The secret keys the scenario's own part depends on (the episodes' are the shared code's), each with what
+        it keys (``catalog 'hidden-a'``): the set is hidden if any, and no key may serve two purposes."""
+        ...
+
+    def scenario_canonical(self, scenario: ScenarioEntry, *, public: bool) -> dict[str, Any]:
+        """The scenario's own part of the canonical form (JSON; keys other than name, weight and episodes); without
+        secret keys when ``public``. Equal for a scenario and for the one its dump reads back as."""
+        ...
+
+    def tables_canonical(self, scenarios: Sequence[ScenarioEntry], *, public: bool) -> dict[str, Any]:
+        """The track's top-level part of the canonical form (the lab's: ``{"catalogs": ...}``; may be empty)."""
+        ...
+
+    def dump_scenario(self, scenario: ScenarioEntry) -> dict[str, Any]:
+        """The scenario's ``scenario_keys`` as TOML values (in the order to write them) that read back the same."""
+        ...
+
+    def dump_tables(
+        self, scenarios: Sequence[ScenarioEntry], *, relocate: Callable[[str], str]
+    ) -> dict[str, dict[str, dict[str, Any]]]:
+        """The top-level tables to write, as ``{table: {name: {key: TOML value}}}`` (``[table.name]`` sections).
+        ``relocate`` maps a path as the set names it to the one to write (the file is saved in another folder)."""
+        ...
+
+
+class Track(ScenarioSchema, Protocol):
     """One scheduling problem, behind one versioned id (``layers-v1``); see ``layersched.sim.tracks.registry``."""
 
     id: str
@@ -146,6 +226,13 @@ class Track(Protocol):
         self, scenario: Any, policy: Policy, workload: random.Random, policy_rng: random.Random
     ) -> EpisodeRun:
         """Play one episode in-process; an invalid action raises ``PolicyError``."""
+        ...
+
+    def run_policies(
+        self, scenario: Any, policies: Sequence[tuple[Policy, random.Random]], workload: random.Random
+    ) -> Sequence[EpisodeRun]:
+        """Play each ``(policy, policy_rng)`` on the same episode, drawn from ``workload`` once (the baselines'
+        rows: what ``run_episode`` would give each with a fresh ``workload`` of the same seed or key)."""
         ...
 
     def check_policy(self, policy: Policy, scenario: Any) -> None:

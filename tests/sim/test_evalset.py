@@ -240,7 +240,8 @@ CASES = [
     (
         "top-unknown",
         'nmae = "x"\n' + MINIMAL,
-        "top level: unknown key 'nmae' (allowed: catalogs, description, format, name, scenario, template, version)",
+        "top level: unknown key 'nmae' (allowed: catalogs, description, format, name, scenario, template, track, "
+        "version)",
     ),
     ("format", MINIMAL.replace('"layersched-evalset"', '"other"'), "format must be 'layersched-evalset', got 'other'"),
     ("version", MINIMAL.replace("version = 1", "version = 2"), "version must be 1, got 2"),

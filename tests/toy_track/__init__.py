@@ -9,15 +9,17 @@ nothing). The reference baseline is Random; LeastLoaded beats it.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from layersched.sim.errors import PolicyError
 from layersched.sim.tracks import MetricSpec, Policy
+from layersched.sim.tracks.simple_schema import IntegerScenarios
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ class ToyReplica:
         self.loads[action] += self.size
 
 
-class ToyTrack:
+class ToyTrack(IntegerScenarios):  # its evaluation-set schema: [[scenario]] tables set machines and jobs
     id = "toy-v1"
     title = "Toy load balancing (tests only)"
     contract = "policy(loads, size, rng) -> int: the machine (0..len(loads)-1) that gets the job of this size."
@@ -114,6 +116,7 @@ class ToyTrack:
     metric_specs = (MetricSpec("makespan", "largest machine load"), MetricSpec("mean_load", "mean machine load"))
     primary_metric = "makespan"
     starter = ("tests.toy_track", "starter")
+    scenario_type = ToyScenario
 
     def baseline(self, name: str) -> Policy:
         return {"Random": random_machine, "LeastLoaded": least_loaded}[name]
@@ -136,7 +139,16 @@ class ToyTrack:
     def run_episode(
         self, scenario: ToyScenario, policy: Policy, workload: random.Random, policy_rng: random.Random
     ) -> ToyRun:
-        episode, actions = ToyEpisode(scenario, workload), []
+        return self._play(ToyEpisode(scenario, workload), policy, policy_rng)
+
+    def run_policies(
+        self, scenario: ToyScenario, policies: Sequence[tuple[Policy, random.Random]], workload: random.Random
+    ) -> list[ToyRun]:
+        drawn = ToyEpisode(scenario, workload)  # once: every policy meets the same jobs
+        return [self._play(copy.deepcopy(drawn), policy, policy_rng) for policy, policy_rng in policies]
+
+    def _play(self, episode: ToyEpisode, policy: Policy, policy_rng: random.Random) -> ToyRun:
+        actions: list[int] = []
         more = True
         while more:
             action = episode.check(policy(list(episode.loads), episode.sizes[episode.step], policy_rng), len(actions))

@@ -3,21 +3,25 @@
 The problem itself lives where it always did (``layersched.sim.env``, ``workload``, ``baselines``, ``episode``,
 ``view``, ``gym_env``); this package is what the shared machinery needs from it: ``sandbox`` (how the worker drives
 the authoritative ``ClusterEnv`` and the sandbox keeps the policy's view equal to the truth, and how scenarios and
-nodes travel), and here the track object with its contract, baselines, metrics and starter kit.
+nodes travel), ``schema`` (how its scenarios and catalogs are written in an evaluation-set file), and here the
+track object with its contract, baselines, metrics and starter kit.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from layersched.sim.baselines import BASELINES, get_baseline
 from layersched.sim.env import ClusterEnv
 from layersched.sim.episode import EpisodeResult, check_action, run_episode
 from layersched.sim.errors import PolicyError
+from layersched.sim.replay import ReplayEnv
 from layersched.sim.scenario import Scenario
-from layersched.sim.tracks.interface import MetricSpec, Policy, Track
+from layersched.sim.tracks.interface import MetricSpec, Policy, ScenarioEntry, Track
+from layersched.sim.tracks.layers_v1 import schema
 from layersched.sim.tracks.layers_v1.sandbox import LayersReplica, LayersSimulator, scenario_from_wire, scenario_to_wire
 from layersched.sim.workload import Task
 
@@ -48,6 +52,37 @@ class LayersTrack:
     # The kit ships with the student's package (sdk), which this module must not import: named, not loaded.
     starter = ("layersched.sdk", "starter")
 
+    scenario_keys = schema.SCENARIO_KEYS
+    evalset_tables = schema.TABLES
+
+    def read_tables(self, tables: Mapping[str, Any], *, base_dir: Path) -> schema.FileCatalogs:
+        return schema.read_tables(tables, base_dir=base_dir)
+
+    def parse_scenario(
+        self, table: Mapping[str, Any], where: str, context: schema.FileCatalogs
+    ) -> tuple[Scenario, schema.CatalogSource]:
+        return schema.parse_scenario(table, where, context)
+
+    def check_scenarios(self, scenarios: Sequence[ScenarioEntry]) -> None:
+        schema.check_scenarios(scenarios)
+
+    def secret_keys(self, scenario: ScenarioEntry) -> Iterable[tuple[bytes, str]]:
+        return schema.secret_keys(scenario)
+
+    def scenario_canonical(self, scenario: ScenarioEntry, *, public: bool) -> dict[str, Any]:
+        return schema.scenario_canonical(scenario, public=public)
+
+    def tables_canonical(self, scenarios: Sequence[ScenarioEntry], *, public: bool) -> dict[str, Any]:
+        return schema.tables_canonical(scenarios, public=public)
+
+    def dump_scenario(self, scenario: ScenarioEntry) -> dict[str, Any]:
+        return schema.dump_scenario(scenario)
+
+    def dump_tables(
+        self, scenarios: Sequence[ScenarioEntry], *, relocate: Callable[[str], str]
+    ) -> dict[str, dict[str, dict[str, Any]]]:
+        return schema.dump_tables(scenarios, relocate=relocate)
+
     def baseline(self, name: str) -> Policy:
         return get_baseline(name)
 
@@ -70,6 +105,14 @@ class LayersTrack:
         self, scenario: Scenario, policy: Policy, workload: random.Random, policy_rng: random.Random
     ) -> EpisodeResult:
         return run_episode(ClusterEnv(scenario), policy, workload, policy_rng)
+
+    def run_policies(
+        self, scenario: Scenario, policies: Sequence[tuple[Policy, random.Random]], workload: random.Random
+    ) -> list[EpisodeResult]:
+        # Drawing a keyed episode costs about a sixth of a baseline's run: the first policy draws it, the others
+        # replay it.
+        env = ReplayEnv(scenario)
+        return [run_episode(env, policy, workload, policy_rng) for policy, policy_rng in policies]
 
     def check_policy(self, policy: Policy, scenario: Scenario) -> None:
         env = ClusterEnv(scenario)

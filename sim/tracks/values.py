@@ -1,21 +1,20 @@
-"""Reading an evaluation-set file's values: each check raises an ``EvalSetError`` naming the value."""
+"""Reading an evaluation-set file's values: each check raises an ``EvalSetError`` naming the value.
+
+The shared parser (``layersched.sim.evalset``) and each track's scenario schema read their values with these, so
+every file's errors read alike. They live here, below the tracks, so that a track does not import the evaluation-set
+package (which the sandbox never needs).
+"""
 
 from __future__ import annotations
 
 import math
 import re
-import sys
 from collections.abc import Mapping
-from pathlib import Path
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from layersched.sim.errors import EvalSetError
 from layersched.sim.keyed_random import MIN_KEY_BYTES
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 needs the tomli backport
-    import tomli as tomllib
 
 GENERATE = "generate"
 # Names end up in URLs, database rows and file names.
@@ -23,18 +22,7 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _HEX = re.compile(r"[0-9a-f]*")
 
 
-def read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as fh:
-            data: dict[str, Any] = tomllib.load(fh)
-            return data
-    except OSError as exc:
-        raise EvalSetError(f"cannot read evaluation set {path}: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise EvalSetError(f"{path}: not valid TOML ({exc})") from exc
-
-
-def no_unknown(table: Mapping[str, Any], allowed: set[str], where: str) -> None:
+def no_unknown(table: Mapping[str, Any], allowed: AbstractSet[str], where: str) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
         raise EvalSetError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
@@ -55,6 +43,17 @@ def parse_source(table: Mapping[str, Any], where: str) -> tuple[bytes | None, in
     if has_seed:
         return None, integer(table["seed"], f"{where}: seed", minimum=0)
     return parse_key(table["key"], where), None
+
+
+def source_json(seed: int | None, key: bytes | None, *, public: bool) -> dict[str, Any]:
+    """What ``parse_source`` read, as the canonical form holds it: the seed, or the key (``public``: only that a key
+    hides it)."""
+    if seed is not None:
+        return {"seed": seed}
+    if public:
+        return {"hidden": True}
+    assert key is not None
+    return {"key": key.hex()}
 
 
 def parse_key(value: Any, where: str) -> bytes:
