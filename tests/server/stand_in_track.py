@@ -1,5 +1,6 @@
-"""A stand-in track for the server's and CLI's tests: an object with only the attributes of the ``Track`` protocol
-that the server and the CLI read to describe a board (no simulator: nothing here runs an episode).
+"""A stand-in track for the server's and SDK's tests: an object with only the attributes of the ``Track`` protocol
+that the server and the CLI read to describe a board, and a contract check (no simulator: nothing here runs an
+episode).
 
 Its names are unlike the lab's on purpose, so a page or a line that still says the lab's reference shows up.
 ``register()`` makes it known to this process; a server started apart lists this module in
@@ -8,9 +9,11 @@ Its names are unlike the lab's on purpose, so a page or a line that still says t
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
-from layersched.sim.tracks import MetricSpec, load_track_module
+from layersched.sim.errors import PolicyError
+from layersched.sim.tracks import MetricSpec, Policy, load_track_module
 
 TRACK_ID = "standin-v1"
 REFERENCE = "FirstFit"
@@ -25,6 +28,15 @@ class StandInTrack:
     primary_metric = "makespan"
     metric_specs = (MetricSpec("makespan", "makespan", "s"),)
     starter = ("tests.server", "stand_in_starter")
+
+    def check_policy(self, policy: Policy, scenario: Any) -> None:
+        """Its contract: policy(bins, item, rng) -> 0, asked twice; ``scenario`` is the bins' count."""
+        for step in range(2):
+            reply = policy(list(range(scenario)), step, random.Random(step))
+            if reply != 0:
+                raise PolicyError(
+                    f"step {step}: policy returned {reply!r}; the stand-in wants 0", step=step, value=reply
+                )
 
 
 TRACK = StandInTrack()
