@@ -411,13 +411,26 @@ def cmd_init(args: argparse.Namespace) -> int:
     for f in files:
         (target / f.name).write_bytes(f.read_bytes())
     print(f"created the starter kit of {track.id} ({track.title}) in {target}/: {', '.join(f.name for f in files)}")
-    # What to do next is the kit's own (its README.md): each track's kit holds other scripts.
     print("next:")
     print(f"  cd {target}")
     print("  layersched validate .                         # the template works as is")
-    print("  (README.md: the kit's scripts, how long they train and what they score)")
-    print("  layersched validate . && layersched submit . --name first-try")
+    steps = _kit_steps_after_init(files)
+    for line in steps or ["layersched validate . && layersched submit . --name first-try"]:
+        print(f"  {line}")
     return 0
+
+
+def _kit_steps_after_init(files: list[Any]) -> list[str]:
+    """The steps that the kit's README.md gives after ``layersched init`` in its first ``bash`` block (what to run
+    next is the kit's to say: each track's kit holds other scripts); none when it has no such block."""
+    readme = next((f for f in files if f.name == "README.md"), None)
+    if readme is None:
+        return []
+    text = readme.read_text(encoding="utf-8")
+    _, fence, rest = text.partition("```bash\n")
+    lines = rest.partition("```")[0].splitlines() if fence else []
+    after = [i for i, line in enumerate(lines) if line.startswith("layersched init")]
+    return [line for line in lines[after[0] + 1 :] if line.strip()] if after else []
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

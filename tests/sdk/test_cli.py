@@ -783,6 +783,9 @@ def test_init_copies_the_kit_of_the_track_it_is_given(capsys: pytest.CaptureFixt
     assert out.splitlines()[0] == (
         f"created the starter kit of standin-v1 (Stand-in bin packing) in {target}/: README.md, policy.py"
     )
+    # Its README gives no steps (no bash block), so none of the lab kit's scripts is named.
+    assert out.splitlines()[-1] == "  layersched validate . && layersched submit . --name first-try"
+    assert "imitation_rl" not in out
     layers = tmp_path / "layers"
     assert run(capsys, "init", str(layers), "--track", "layers-v1")[0] == 0
     assert (layers / "policy.py").read_bytes() == (REPO / "sdk" / "starter" / "policy.py").read_bytes()
