@@ -26,6 +26,8 @@ def track_fields(track_id: str) -> dict[str, str]:
 
 
 def with_track(board: dict[str, Any]) -> dict[str, Any]:
-    """A stored board (a frozen or published snapshot) with its track's fields. Snapshots taken before sets named
-    their track hold none: they were all of layers-v1, the only problem then."""
+    """A stored board (a frozen or published snapshot) with its track's fields, as they were when it was taken.
+    Snapshots taken before sets named their track hold none: they were all of layers-v1, the only problem then."""
+    if {"track", "track_title", "reference_baseline"} <= board.keys():
+        return board  # described when taken: its track need not be registered in this process any more
     return {**track_fields(board.get("track", DEFAULT_TRACK_ID)), **board}
