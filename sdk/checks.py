@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import random
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +17,8 @@ from typing import Any, Literal
 from layersched.sdk.bundle import ENTRY_POINT, MAX_BYTES, MAX_FILES, MAX_UNPACKED_BYTES, Bundle
 from layersched.sdk.errors import PolicyCheckError
 from layersched.sdk.progress import format_bytes
+from layersched.sim.errors import PolicyError
+from layersched.sim.tracks import DEFAULT_TRACK_ID, get_track
 
 Level = Literal["ok", "warning", "error"]
 
@@ -193,22 +194,21 @@ def _entry_point_findings(entry: str, tree: ast.Module) -> list[Finding]:
 
 def check_policy(
     policy: Callable[..., Any],
-    env: Any = None,
+    scenario: Any,
     *,
+    track: str = DEFAULT_TRACK_ID,
     seed: int = 0,
-    decisions: int = 5,
-    decide: Callable[[Callable[..., Any], Any, Any, random.Random], Any] | None = None,
+    decide: Callable[..., Any] | None = None,
 ) -> None:
-    """Call ``policy`` on the first ``decisions`` tasks of a fresh lab episode and check every reply.
+    """Check ``policy`` against the contract of ``track`` (default layers-v1) on a few decisions of ``scenario``.
 
-    Raises ``PolicyCheckError`` naming the failing value: not callable, a signature that cannot take
-    ``(env, task, rng)``, a reply that is not an int node index, out of range, or masked (image does not fit).
-    ``decide(policy, env, task, rng)``, if given, makes each call (``layersched validate`` keeps a deadline on it).
+    Raises ``PolicyCheckError`` naming the failing value: not callable, a signature that cannot take the contract's
+    three arguments, or a reply the track refuses (for layers-v1: not an int node index, out of range, or masked).
+    What the decisions are is the track's (``Track.check_policy``, on ``scenario``, a scenario of that track); an
+    environment built on one, as the layers-v1 ``ClusterEnv``, stands for its ``scenario`` (the older form of this
+    call). ``decide(policy, *args)``, if given, makes each call (``layersched validate`` keeps a deadline on it).
+    ``seed`` must be 0: the track's check plays its own episode, of seed 0.
     """
-    from layersched.sim.env import ClusterEnv
-    from layersched.sim.episode import check_action
-    from layersched.sim.errors import PolicyError
-
     if not callable(policy):
         raise PolicyCheckError(f"policy must be a function policy(env, task, rng) -> int, got {policy!r}")
     try:
@@ -219,23 +219,18 @@ def check_policy(
         ) from None
     except ValueError:
         pass  # builtins without a signature: the calls below will tell
-    env = env if env is not None else ClusterEnv()
-    task = env.reset(seed)
-    rng = random.Random(seed)
-    for step in range(decisions):
-        reply = policy(env, task, rng) if decide is None else decide(policy, env, task, rng)
-        if isinstance(reply, float):
-            raise PolicyCheckError(
-                f"step {step}: policy returned {reply!r} (float); "
-                f"return an int node index such as int(np.argmax(scores))"
-            )
-        try:
-            action = check_action(env, task, reply, step)
-        except PolicyError as exc:
-            raise PolicyCheckError(str(exc)) from None
-        task, _, done = env.step(action)
-        if done or task is None:
-            break
+    if seed != 0:
+        raise ValueError(f"check_policy plays the track's own check episode (seed 0), got seed={seed!r}")
+    checked = get_track(track)
+    scenario = getattr(scenario, "scenario", scenario)  # an env stands for the scenario it runs
+
+    def call(*args: Any) -> Any:
+        return policy(*args) if decide is None else decide(policy, *args)
+
+    try:
+        checked.check_policy(call, scenario)
+    except PolicyError as exc:
+        raise PolicyCheckError(str(exc)) from None
 
 
 def describe_path(path: Path) -> str:

@@ -25,6 +25,7 @@ from layersched.sdk.progress import ProgressBar, format_bytes
 from layersched.sdk.validate import DEFAULT_DEADLINE_S
 from layersched.sim.cli import positive_float, positive_int
 from layersched.sim.errors import SimError
+from layersched.sim.tracks import DEFAULT_TRACK_ID, Track, TrackError, get_track, track_ids
 
 if TYPE_CHECKING:  # imported where used: `layersched --help` need not load httpx
     from layersched.sdk.client import Client
@@ -86,17 +87,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--token", help="your API token (asked for when omitted)")
     p.add_argument("--no-verify", action="store_true", help="save without asking the server who you are")
 
+    default_track = get_track(DEFAULT_TRACK_ID)
     p = _add(
         sub,
         "init",
         cmd_init,
         "create a starter kit in DIR",
-        "Copy the starter kit: policy.py (the contract, a template that works as is), train_reinforce.py\n"
-        "(REINFORCE as in the lab), imitation_rl.py (clone Greedy, then policy gradient), plot_curves.py, README.md.",
-        "  layersched init my_policy\n  layersched init . --force      # overwrite files of an older kit\n",
+        f"Copy the starter kit of a track (--track NAME, default {default_track.id}). The kit of {default_track.id}\n"
+        f"({default_track.title.lower()}): policy.py (the contract, a template that works as is),\n"
+        "train_reinforce.py (REINFORCE as in the lab), imitation_rl.py (clone "
+        f"{default_track.reference_baseline}, then policy gradient),\n"
+        f"plot_curves.py, README.md. Known tracks: {', '.join(track_ids())}.",
+        "  layersched init my_policy\n  layersched init . --force      # overwrite files of an older kit\n"
+        f"  layersched init my_policy --track {default_track.id}\n",
     )
     p.add_argument("dir", type=Path, help="directory to create (or fill)")
     p.add_argument("--force", action="store_true", help="overwrite existing files")
+    p.add_argument(
+        "--track",
+        type=_known_track,
+        default=default_track,
+        metavar="NAME",
+        help=f"the track whose starter kit to copy (default {default_track.id})",
+    )
 
     p = _add(
         sub,
@@ -206,7 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
         "leaderboard",
         cmd_leaderboard,
         "show the leaderboard",
-        "Rank, score (ratio to Greedy, lower is better) with its 95% interval, and the baseline rows.",
+        "Rank, score (ratio to the reference baseline of the board's track, lower is better) with its 95%\n"
+        "interval, and the baseline rows.",
         "  layersched leaderboard\n  layersched leaderboard --split private      # once published\n"
         "  layersched leaderboard --json | jq '.rows[0]'\n",
     )
@@ -362,9 +376,22 @@ def cmd_login(args: argparse.Namespace) -> int:
     return 0
 
 
-def starter_files() -> list[Any]:
-    """The starter kit's files (``importlib.resources`` traversables)."""
-    root = resources.files("layersched.sdk").joinpath("starter")
+def _known_track(name: str) -> Track:
+    """argparse type: a track this installation knows; the error lists them (exit 2, before anything is written)."""
+    try:
+        return get_track(name)
+    except TrackError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def starter_files(track: Track | None = None) -> list[Any]:
+    """The files of ``track``'s starter kit (default: the default track's), as ``importlib.resources`` traversables.
+
+    ``Track.starter`` names the kit's package and folder rather than holding files, so a track needs no import of
+    the student's package (the kit of layers-v1 ships with it, as ``layersched.sdk/starter``).
+    """
+    package, folder = (track or get_track(DEFAULT_TRACK_ID)).starter
+    root = resources.files(package).joinpath(folder)
     return sorted(
         (f for f in root.iterdir() if f.is_file() and not f.name.endswith((".pyc", ".pyo"))),
         key=lambda f: f.name,
@@ -373,7 +400,8 @@ def starter_files() -> list[Any]:
 
 def cmd_init(args: argparse.Namespace) -> int:
     target: Path = args.dir
-    files = starter_files()
+    track: Track = args.track
+    files = starter_files(track)
     if target.exists() and not target.is_dir():
         raise ConfigError(f"{target} exists and is not a directory")
     clashes = [f.name for f in files if (target / f.name).exists()]
@@ -382,13 +410,27 @@ def cmd_init(args: argparse.Namespace) -> int:
     target.mkdir(parents=True, exist_ok=True)
     for f in files:
         (target / f.name).write_bytes(f.read_bytes())
-    print(f"created the starter kit in {target}/: {', '.join(f.name for f in files)}")
+    print(f"created the starter kit of {track.id} ({track.title}) in {target}/: {', '.join(f.name for f in files)}")
     print("next:")
     print(f"  cd {target}")
-    print("  layersched validate .                         # the template works as is (Greedy-like)")
-    print("  python imitation_rl.py --seed 0               # needs torch; README.md: its time, score and weights")
-    print("  layersched validate . && layersched submit . --name imitation-v1")
+    print("  layersched validate .                         # the template works as is")
+    steps = _kit_steps_after_init(files)
+    for line in steps or ["layersched validate . && layersched submit . --name first-try"]:
+        print(f"  {line}")
     return 0
+
+
+def _kit_steps_after_init(files: list[Any]) -> list[str]:
+    """The steps that the kit's README.md gives after ``layersched init`` in its first ``bash`` block (what to run
+    next is the kit's to say: each track's kit holds other scripts); none when it has no such block."""
+    readme = next((f for f in files if f.name == "README.md"), None)
+    if readme is None:
+        return []
+    text = readme.read_text(encoding="utf-8")
+    _, fence, rest = text.partition("```bash\n")
+    lines = rest.partition("```")[0].splitlines() if fence else []
+    after = [i for i, line in enumerate(lines) if line.startswith("layersched init")]
+    return [line for line in lines[after[0] + 1 :] if line.strip()] if after else []
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -459,8 +501,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
             raise WaitTimeout(f"{exc}; follow it with: layersched status {submission.id}") from None
         finally:
             bar.close()
-        rank = _rank_text(client, final)
-    print(_outcome_line(final, rank))
+        rank, reference = _rank_text(client, final), _score_reference(client, final)
+    print(_outcome_line(final, rank, reference))
     return 0 if final.state == "succeeded" else 1
 
 
@@ -535,13 +577,23 @@ def _selection_text(client: Any, sub: Any) -> str:
     return selection_text(sub, mine=[s for s in client.submissions(limit=200).data if s.owner == sub.owner])
 
 
-def _outcome_line(sub: Any, rank: str) -> str:
-    if sub.state == "succeeded" and sub.score is not None:
+def _shows_score(sub: Any) -> bool:
+    return bool(sub.state == "succeeded" and sub.score is not None)
+
+
+def _score_reference(client: Any, sub: Any) -> str:
+    """The baseline ``sub``'s score is a ratio to: that of the current set's track, as the server names it (asked
+    only when there is a score to show). The current set is the one a submission is scored on for the board."""
+    return str(client.current_evalset().reference) if _shows_score(sub) else ""
+
+
+def _outcome_line(sub: Any, rank: str, reference: str) -> str:
+    if _shows_score(sub):
         per = ", ".join(f"{k} {v:.3f}" for k, v in sub.score.per_scenario.items())
         score = sub.score
         return (
             f"#{sub.id} succeeded: score {score.overall:.4f} (95% CI {score.ci_low:.4f}-{score.ci_high:.4f},"
-            f" ratio to Greedy, lower is better), {rank}"
+            f" ratio to {reference}, lower is better), {rank}"
             + (f"\n  per scenario: {per}" if per else "")
             + (f"\n{LADDER_NOTE}" if sub.score_revealed is False else "")
         )
@@ -587,11 +639,12 @@ def cmd_status(args: argparse.Namespace) -> int:
             _print_json(asdict(sub))
             return 0
         rank, selection = _rank_text(client, sub), _selection_text(client, sub)
+        reference = _score_reference(client, sub)
     print(f"#{sub.id} {sub.name!r} by {sub.owner}, created {sub.created_at}")
     if sub.description:
         print(f"  {sub.description}")
     print(f"state: {sub.state}, episodes {sub.progress.done}/{sub.progress.total}")
-    print(_outcome_line(sub, rank))
+    print(_outcome_line(sub, rank, reference))
     print(selection)
     print(f"bundle sha256: {sub.bundle_sha256}")
     print(_page_line(client, sub.id))
@@ -671,7 +724,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     print(
         f"{board.split} leaderboard"
         + (f" ({', '.join(flags)})" if flags else "")
-        + ": score = ratio to Greedy, lower is better"
+        + f": score = ratio to {board.reference}, lower is better"
     )
     rows = [
         [

@@ -29,6 +29,7 @@ import httpx
 from layersched.sdk.bundle import Bundle
 from layersched.sdk.config import API_PATH, Config, load_config, normalise_server
 from layersched.sdk.errors import ApiError, ServerError, ServerUnreachable, WaitTimeout, error_for
+from layersched.sim.tracks import DEFAULT_TRACK_ID, get_track
 
 API_PREFIX = API_PATH
 TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled"})
@@ -98,7 +99,8 @@ class ErrorInfo:
 
 @dataclass(frozen=True)
 class Score:
-    """Public-split score: weighted geometric mean of per-scenario ratios to Greedy (lower is better) and its 95% CI."""
+    """Public-split score: weighted geometric mean of per-scenario ratios to the reference baseline of its set's
+    track (lower is better) and its 95% CI."""
 
     overall: float
     ci_low: float
@@ -195,12 +197,30 @@ class LeaderboardRow:
     baseline: bool = False
 
 
+class OnTrack:
+    """A set or board that names its track (docs/API.md, "Tracks"): ``track``, ``track_title``, ``reference_baseline``.
+
+    A server older than tracks sends none of them: its only problem was the default track's.
+    """
+
+    track: str
+    reference_baseline: str | None
+
+    @property
+    def reference(self) -> str:
+        """The baseline its scores are ratios to: as the server says, else (an older server) as the track says."""
+        return self.reference_baseline or get_track(self.track).reference_baseline
+
+
 @dataclass(frozen=True)
-class Leaderboard:
+class Leaderboard(OnTrack):
     split: str
     frozen: bool
     published: bool
     rows: list[LeaderboardRow]
+    track: str = DEFAULT_TRACK_ID
+    track_title: str | None = None
+    reference_baseline: str | None = None
 
 
 @dataclass(frozen=True)
@@ -211,10 +231,13 @@ class EvalSetScenario:
 
 
 @dataclass(frozen=True)
-class EvalSetInfo:
+class EvalSetInfo(OnTrack):
     name: str
     commitment: str
     scenarios: list[EvalSetScenario]
+    track: str = DEFAULT_TRACK_ID
+    track_title: str | None = None
+    reference_baseline: str | None = None
 
 
 @dataclass(frozen=True)

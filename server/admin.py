@@ -19,6 +19,7 @@ from layersched.server import storage
 from layersched.server.config import Settings, get_settings
 from layersched.server.db import make_engine, make_sessionmaker, session_scope
 from layersched.server.errors import ServiceError
+from layersched.sim.tracks import DEFAULT_TRACK_ID, get_track
 
 # What the CLI catches: every deliberate failure here (Conflict, NotFound) is a ServiceError with a .message.
 AdminError = ServiceError
@@ -102,6 +103,7 @@ class RegisteredEvalSet:
     commitment: str
     path: str
     scenarios: list[dict[str, Any]]
+    track: str = DEFAULT_TRACK_ID
 
 
 def register_evalset(
@@ -110,38 +112,47 @@ def register_evalset(
     name: str | None = None,
     commitment: str | None = None,
     scenarios: Sequence[dict[str, Any]] | None = None,
+    track: str = DEFAULT_TRACK_ID,
     current: bool = True,
     settings: Settings | None = None,
 ) -> RegisteredEvalSet:
     """Make an evaluation set known to the server, current for new submissions unless ``current=False``.
 
-    With only ``path``, the file is loaded and validated by ``layersched.sim.evalset`` and its name, commitment and
-    public scenario summary are taken from it. Otherwise ``name``, ``commitment`` and ``scenarios``
-    (``[{"name", "weight", "public_episodes"}]``) are stored as given. Baseline reference rows are not computed
-    here (that runs the simulator: the worker's ``register_evalset_file`` does it).
+    With only ``path``, the file is loaded and validated by ``layersched.sim.evalset`` and its name, commitment,
+    track and public scenario summary are taken from it. Otherwise ``name``, ``commitment``, ``scenarios``
+    (``[{"name", "weight", "public_episodes"}]``) and ``track`` are stored as given. The track must be one this
+    process knows (``TrackError`` lists them): its board is described from it. Baseline reference rows are not
+    computed here (that runs the simulator: the worker's ``register_evalset_file`` does it).
     """
     settings = settings or get_settings()
     if name is None or commitment is None or scenarios is None:
-        name, commitment, scenarios = _describe_evalset_file(Path(path))
+        name, commitment, scenarios, track = _describe_evalset_file(Path(path))
+    get_track(track)  # an unknown id fails here, naming the known ones, not later on every page of the board
     engine = make_engine(settings.database_url)
     try:
         with session_scope(make_sessionmaker(engine)) as session:
             row = storage.register_evalset(
-                session=session, name=name, commitment=commitment, path=str(path), scenarios=scenarios, current=current
+                session=session,
+                name=name,
+                commitment=commitment,
+                path=str(path),
+                scenarios=scenarios,
+                current=current,
+                track=track,
             )
             storage.log_action(
                 session=session,
                 actor=None,
                 action="register_evalset",
                 target=f"evalset:{name}",
-                detail={"commitment": commitment, "current": current},
+                detail={"commitment": commitment, "current": current, "track": track},
             )
-            return RegisteredEvalSet(row.name, row.commitment, row.path, list(row.scenarios))
+            return RegisteredEvalSet(row.name, row.commitment, row.path, list(row.scenarios), row.track)
     finally:
         engine.dispose()
 
 
-def _describe_evalset_file(path: Path) -> tuple[str, str, list[dict[str, Any]]]:
+def _describe_evalset_file(path: Path) -> tuple[str, str, list[dict[str, Any]], str]:
     from layersched.sim.evalset import load_evalset
 
     evalset = load_evalset(path)
@@ -149,4 +160,4 @@ def _describe_evalset_file(path: Path) -> tuple[str, str, list[dict[str, Any]]]:
         {"name": sc.name, "weight": sc.weight, "public_episodes": sum(ep.split == "public" for ep in sc.episodes)}
         for sc in evalset.scenarios
     ]
-    return evalset.name, evalset.commitment, scenarios
+    return evalset.name, evalset.commitment, scenarios, evalset.track

@@ -24,6 +24,7 @@ from layersched.server.metrics import ServiceCollector
 from layersched.server.queue import CeleryEnqueuer, Enqueuer
 from layersched.server.routes import admin, api_docs, evalsets, health, leaderboard, me, pages, signin, submissions
 from layersched.server.schemas import ErrorBody
+from layersched.server.tracks import load_tracks
 from layersched.sim.version import SIM_VERSION
 
 API_PREFIX = "/api/v1"
@@ -56,6 +57,7 @@ _HTTP_CODES = {
 def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = None) -> FastAPI:
     """The app for ``settings`` (default: from the environment); ``enqueuer`` replaces Celery in tests."""
     settings = settings or get_settings()
+    load_tracks(settings.track_modules)  # before any request: every page of a board reads its set's track
     engine = make_engine(settings.database_url)
 
     @asynccontextmanager

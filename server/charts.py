@@ -32,8 +32,10 @@ def _nice_ticks(low: float, high: float, count: int = 6) -> list[float]:
     return ticks
 
 
-def score_chart(rows: list[LeaderboardRow], *, title: str = "Score (ratio to Greedy, lower is better)") -> str:
-    """An interval plot: one line per row, a dot at the score, a whisker over its 95% interval."""
+def score_chart(rows: list[LeaderboardRow], *, reference: str, title: str | None = None) -> str:
+    """An interval plot: one line per row, a dot at the score, a whisker over its 95% interval, and a dashed line at
+    1, the level of ``reference`` (the board's track's reference baseline, which every score is a ratio to)."""
+    title = title if title is not None else f"Score (ratio to {reference}, lower is better)"
     height = TOP + ROW_HEIGHT * max(len(rows), 1) + BOTTOM
     width = LABEL_WIDTH + PLOT_WIDTH + RIGHT
     parts = [
@@ -59,8 +61,8 @@ def score_chart(rows: list[LeaderboardRow], *, title: str = "Score (ratio to Gre
             f'<text class="tick" x="{x(tick):.1f}" y="{bottom + 16}" text-anchor="middle">{tick:g}</text>'
         )
     parts.append(
-        f'<line class="greedy" x1="{x(1.0):.1f}" y1="{TOP - 8}" x2="{x(1.0):.1f}" y2="{bottom}" />'
-        f'<text class="greedy-label" x="{x(1.0) + 4:.1f}" y="{TOP - 10}">Greedy = 1</text>'
+        f'<line class="reference" x1="{x(1.0):.1f}" y1="{TOP - 8}" x2="{x(1.0):.1f}" y2="{bottom}" />'
+        f'<text class="reference-label" x="{x(1.0) + 4:.1f}" y="{TOP - 10}">{escape(reference)} = 1</text>'
     )
     for i, row in enumerate(rows):
         y = TOP + ROW_HEIGHT * i + ROW_HEIGHT / 2
@@ -82,7 +84,7 @@ def score_chart(rows: list[LeaderboardRow], *, title: str = "Score (ratio to Gre
 
 
 def ratio_color(ratio: float | None) -> str:
-    """Green below 1 (better than Greedy), red above, white at 1; saturating at +-30%."""
+    """Green below 1 (better than the reference baseline), red above, white at 1; saturating at +-30%."""
     if ratio is None or not math.isfinite(ratio):
         return "#eeeeee"
     strength = min(abs(math.log(max(ratio, 1e-9))) / math.log(1.3), 1.0)

@@ -81,6 +81,14 @@ class Settings(BaseSettings):
 
     # The public sample set shipped in the package: the very file `layersched validate` scores on.
     evalset_path: Path = SAMPLE_PATH
+    # Tracks beyond the built-in ones: a set registered on one is described (its board's reference, title) from it.
+    track_modules: Annotated[
+        tuple[str, ...],
+        Field(
+            description="modules that define a TRACK (layersched.sim.tracks) besides the built-in ones, as a JSON "
+            "list: LAYERSCHED_TRACK_MODULES='[\"my_tracks.toy\"]'"
+        ),
+    ] = ()
 
     # The worker's side (issue 6) reads these; they live here because the service has one Settings.
     sandbox_backend: Literal["auto", "docker", "process"] = "auto"

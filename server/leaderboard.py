@@ -9,10 +9,13 @@ The final board follows Kaggle: a participant's final score is the best *private
 selected (at most ``Settings.final_submissions``), or with none selected among their that many best *public* ones.
 Choosing by the private scores themselves would be selection on the hidden data that the split exists to prevent.
 
-Lower scores are better (a score is the geometric mean of per-scenario ratios to Greedy); ties go to the earlier
-submission. A frozen leaderboard serves the public ranking kept at freeze time, while evaluations go on. The private
-split is shown only once organisers publish it (organisers may always look), and from then on as the snapshot taken
-at publication: later reruns, audits, submissions or selections cannot move it.
+Lower scores are better: a score is the geometric mean of per-scenario ratios to the reference baseline of the
+current set's track (``Track.reference_baseline``), whose row is 1.0; ties go to the earlier submission. A board says
+which track it is (``Leaderboard.track``, ``track_title``, ``reference_baseline``), so that its pages and the CLI
+name that reference rather than one problem's. A frozen leaderboard serves the public ranking kept at freeze time,
+while evaluations go on. The private split is shown only once organisers publish it (organisers may always look),
+and from then on as the snapshot taken at publication: later reruns, audits, submissions or selections cannot move
+it.
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ from layersched.server.errors import Forbidden
 from layersched.server.models import BaselineResult, EvalSet, LeaderboardState, User
 from layersched.server.schemas import Leaderboard, LeaderboardRow, Score
 from layersched.server.storage import ScoredEntry
+from layersched.server.tracks import track_fields, with_track
 from layersched.sim.scoring import ladder
+from layersched.sim.tracks import DEFAULT_TRACK_ID
 
 Split = Literal["public", "private"]
 DEFAULT_FINAL_SUBMISSIONS = 2  # Settings.final_submissions' default, for callers without settings (tests, scripts)
@@ -90,7 +95,9 @@ def _build(
     # Baselines are reference lines among the participants, so the table is sorted by score throughout.
     rows.sort(key=lambda r: (r.score, r.baseline, r.submitted_at))
     state = storage.get_leaderboard_state(session=session)
-    return Leaderboard(split=split, frozen=state.frozen, published=state.private_published, rows=rows)
+    # With no set registered yet there is no track to read: the empty board is described as the default track's.
+    track = track_fields(evalset.track if evalset is not None else DEFAULT_TRACK_ID)
+    return Leaderboard(split=split, frozen=state.frozen, published=state.private_published, rows=rows, **track)
 
 
 def _order(entry: ScoredEntry) -> tuple[Any, ...]:
@@ -367,11 +374,11 @@ def _build_entry(
     *, session: Session, split: Split, state: LeaderboardState, cache: _EngineCache, key: tuple[Any, ...]
 ) -> _Entry:
     if split == "private" and state.private_published and state.private_snapshot:
-        board = Leaderboard.model_validate(state.private_snapshot)
+        board = Leaderboard.model_validate(with_track(state.private_snapshot))
         return _Entry(key, board.model_copy(update={"frozen": state.frozen, "published": True}))
     evalset = storage.get_current_evalset(session=session)
     if split == "public" and state.frozen and state.snapshot:
-        board = Leaderboard.model_validate(state.snapshot["public"])
+        board = Leaderboard.model_validate(with_track(state.snapshot["public"]))
         board = board.model_copy(update={"frozen": True, "published": state.private_published})
         if cache.ladder_step is None:
             return _Entry(key, board)

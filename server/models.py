@@ -26,6 +26,8 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
+from layersched.sim.tracks import DEFAULT_TRACK_ID
+
 ROLES = ("participant", "organiser")
 EVALUATION_KINDS = ("initial", "rerun", "audit")
 EVALUATION_STATES = ("queued", "running", "succeeded", "failed", "cancelled")
@@ -253,6 +255,9 @@ class EvalSet(Base):
     name: Mapped[str] = mapped_column(String(100), unique=True)
     commitment: Mapped[str] = mapped_column(String(64))
     path: Mapped[str] = mapped_column(Text)
+    # The id of the track whose problem the set's scenarios are (``layersched.sim.tracks``): the board of this set
+    # reads its reference baseline and title from it. Rows older than tracks hold layers-v1, the only problem then.
+    track: Mapped[str] = mapped_column(String(50), default=DEFAULT_TRACK_ID, server_default=DEFAULT_TRACK_ID)
     # [{"name", "weight", "public_episodes"}]: what GET /evalsets/current shows.
     scenarios: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     current: Mapped[bool] = mapped_column(Boolean, default=False)

@@ -9,19 +9,22 @@ from typing import Any, cast
 
 from layersched.server import storage
 from layersched.server.leaderboard import PublicView
-from layersched.server.models import EpisodeResult, Evaluation, Submission, User
+from layersched.server.models import EpisodeResult, EvalSet, Evaluation, Submission, User
 from layersched.server.schemas import (
     AuditVerdict,
     EpisodeLog,
     EpisodePublic,
     ErrorInfo,
+    EvalSetPublic,
     EvaluationDetail,
     EvaluationPublic,
     Progress,
+    ScenarioPublic,
     Score,
     State,
     SubmissionPublic,
 )
+from layersched.server.tracks import track_fields
 from layersched.server.visibility import Audience, audience, hidden_episode_message
 
 
@@ -129,6 +132,16 @@ def submission_public(
         selected=submission.selected,
         evaluations=[evaluation_public(e, reader) for e in submission.evaluations],
         score_revealed=revealed,
+    )
+
+
+def evalset_public(evalset: EvalSet) -> EvalSetPublic:
+    return EvalSetPublic(
+        name=evalset.name,
+        commitment=evalset.commitment,
+        revealed=evalset.revealed,
+        scenarios=[ScenarioPublic.model_validate(s) for s in evalset.scenarios],
+        **track_fields(evalset.track),
     )
 
 

@@ -183,7 +183,15 @@ class LeaderboardRow(BaseModel):
     baseline: bool
 
 
-class Leaderboard(BaseModel):
+class TrackDescribed(BaseModel):
+    """Which problem a set or board is: its track's id and title, and the baseline its scores are ratios to."""
+
+    track: str
+    track_title: str
+    reference_baseline: str
+
+
+class Leaderboard(TrackDescribed):
     split: Literal["public", "private"]
     frozen: bool
     published: bool
@@ -240,7 +248,7 @@ class ScenarioPublic(BaseModel):
     public_episodes: int
 
 
-class EvalSetPublic(BaseModel):
+class EvalSetPublic(TrackDescribed):
     name: str
     commitment: str
     revealed: bool

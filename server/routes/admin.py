@@ -20,7 +20,6 @@ from layersched.server.schemas import (
     FreezeRequest,
     LeaderboardStatePublic,
     RerunRequest,
-    ScenarioPublic,
     SubmissionPublic,
     TokenCreated,
     UserCreate,
@@ -113,13 +112,7 @@ def publish(session: SessionDep, actor: Organiser) -> LeaderboardStatePublic:
 
 @router.post("/evalsets/{name}/reveal", response_model=EvalSetPublic)
 def reveal(session: SessionDep, actor: Organiser, name: Annotated[str, PathParam(pattern=NO_NUL)]) -> EvalSetPublic:
-    evalset = storage.reveal_evalset(session=session, name=name, actor=actor)
-    return EvalSetPublic(
-        name=evalset.name,
-        commitment=evalset.commitment,
-        revealed=evalset.revealed,
-        scenarios=[ScenarioPublic.model_validate(s) for s in evalset.scenarios],
-    )
+    return presenters.evalset_public(storage.reveal_evalset(session=session, name=name, actor=actor))
 
 
 @router.get("/audit-log", response_model=AuditLogList)

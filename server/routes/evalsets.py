@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from layersched.server import storage
+from layersched.server import presenters, storage
 from layersched.server.deps import SessionDep
 from layersched.server.errors import NotFound
-from layersched.server.schemas import EvalSetPublic, ScenarioPublic
+from layersched.server.schemas import EvalSetPublic
 
 router = APIRouter(prefix="/evalsets", tags=["evaluation sets"])
 
@@ -15,9 +15,4 @@ def read_current_evalset(session: SessionDep) -> EvalSetPublic:
     evalset = storage.get_current_evalset(session=session)
     if evalset is None:
         raise NotFound("no evaluation set is registered yet")
-    return EvalSetPublic(
-        name=evalset.name,
-        commitment=evalset.commitment,
-        revealed=evalset.revealed,
-        scenarios=[ScenarioPublic.model_validate(s) for s in evalset.scenarios],
-    )
+    return presenters.evalset_public(evalset)

@@ -15,15 +15,17 @@ from typing import Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
+from sqlalchemy.orm import Session
 
 from layersched.server import charts, leaderboard, presenters, storage, visibility
 from layersched.server.deps import PageDep, RowId, SessionDep, SettingsDep
 from layersched.server.errors import Forbidden, NotFound
-from layersched.server.models import User
+from layersched.server.models import Submission, User
 from layersched.server.routes.page_auth import PageViewer
 from layersched.server.routes.page_render import message, render
 from layersched.server.routes.signin import signin_page
-from layersched.server.schemas import Score
+from layersched.server.schemas import Leaderboard, Score
+from layersched.server.tracks import track_fields
 
 router = APIRouter(include_in_schema=False)
 
@@ -49,7 +51,7 @@ def leaderboard_page(
         {
             "board": board,
             "scenarios": scenarios,
-            "chart": charts.score_chart(board.rows),
+            "chart": charts.score_chart(board.rows, reference=board.reference_baseline),
             "evalset": evalset,
             "state": storage.get_leaderboard_state(session=session),
             "deadline": deadline.astimezone(dt.timezone.utc) if deadline else None,
@@ -93,6 +95,19 @@ def _not_shown(request: Request, viewer: User | None, submission_id: int) -> HTM
     return message(request, "Not yours", text, viewer=viewer, status_code=403)
 
 
+def _score_reference(session: Session, submission: Submission, board: Leaderboard) -> str:
+    """The reference baseline of the set whose evaluation gives the owner's score (an organiser's rerun may be on
+    another set than the board's); the board's when that set is not registered any more or nothing is scored."""
+    scored = storage.scored_evaluation(submission)
+    if scored is None:
+        return board.reference_baseline
+    try:
+        evalset = storage.get_evalset(session=session, name=scored.evalset_name)
+    except NotFound:
+        return board.reference_baseline
+    return track_fields(evalset.track)["reference_baseline"]
+
+
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
 def submission_page(request: Request, session: SessionDep, viewer: PageViewer, submission_id: RowId) -> HTMLResponse:
     """Owners and organisers see everything, with the per-episode log; anyone sees a submission on the leaderboard."""
@@ -121,6 +136,7 @@ def submission_page(request: Request, session: SessionDep, viewer: PageViewer, s
         }
         public = public.model_copy(update={**hide, "score": score, "created_at": row.submitted_at})
     reader = visibility.audience(viewer, submission)
+    board = view.board
     return render(
         request,
         "submission.html",
@@ -128,7 +144,8 @@ def submission_page(request: Request, session: SessionDep, viewer: PageViewer, s
             "submission": public,
             "full": full,
             "row": row,
-            "chart": charts.score_chart([row]) if row else "",
+            "reference": board.reference_baseline if not full else _score_reference(session, submission, board),
+            "chart": charts.score_chart([row], reference=board.reference_baseline) if row else "",
             "logs": presenters.submission_logs(submission, reader) if full else [],
         },
         viewer=viewer,

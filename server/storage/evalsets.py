@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from layersched.server.errors import Conflict, NotFound
 from layersched.server.models import EvalSet, User, utcnow
 from layersched.server.storage.audit import add_log_entry
+from layersched.sim.tracks import DEFAULT_TRACK_ID
 
 
 def register_evalset(
@@ -22,17 +23,19 @@ def register_evalset(
     path: str,
     scenarios: Sequence[dict[str, Any]],
     current: bool = True,
+    track: str = DEFAULT_TRACK_ID,
 ) -> EvalSet:
     """Add an evaluation set (or update the one with this name); ``current`` makes new submissions use it.
 
-    ``scenarios`` is what participants may see: ``[{"name", "weight", "public_episodes"}]``.
+    ``scenarios`` is what participants may see: ``[{"name", "weight", "public_episodes"}]``; ``track`` is the id of
+    the track whose problem they are (``layersched.sim.tracks``).
     """
     row = session.scalar(select(EvalSet).where(EvalSet.name == name))
     if row is None:
-        row = EvalSet(name=name, commitment=commitment, path=path, scenarios=list(scenarios))
+        row = EvalSet(name=name, commitment=commitment, path=path, scenarios=list(scenarios), track=track)
         session.add(row)
     else:
-        row.commitment, row.path, row.scenarios = commitment, path, list(scenarios)
+        row.commitment, row.path, row.scenarios, row.track = commitment, path, list(scenarios), track
     if current:
         session.execute(update(EvalSet).where(EvalSet.name != name).values(current=False))
         row.current = True

@@ -13,6 +13,8 @@ from layersched.sdk.errors import BundleError, PolicyCheckError
 from layersched.sim.baselines import BASELINES
 from layersched.sim.env import ClusterEnv
 from layersched.sim.scenario import NodeRanges, Scenario
+from layersched.sim.tracks import TrackError
+from tests.server import stand_in_track
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -161,8 +163,35 @@ def test_check_policy_catches_a_masked_node() -> None:
         mask = env.mask(task)
         return int(np.flatnonzero(~mask)[0]) if not mask.all() else int(np.argmax(mask))
 
+    # The track's check plays its own few decisions (5 on layers-v1): this scenario masks a node at step 0 already.
     with pytest.raises(PolicyCheckError, match=r"^step \d+: policy returned node \d+, which cannot store image \d+"):
-        check_policy(policy, env, decisions=50)
+        check_policy(policy, env)
+
+
+def test_check_policy_leaves_the_decisions_to_the_track_and_keeps_its_own_checks() -> None:
+    stand_in_track.register()
+    calls: list[tuple[Any, ...]] = []
+
+    def decide(policy: Any, *args: Any) -> Any:
+        calls.append(args)
+        return policy(*args)
+
+    check_policy(lambda bins, item, rng: 0, 3, track="standin-v1", decide=decide)
+    assert [(bins, item) for bins, item, _rng in calls] == [([0, 1, 2], 0), ([0, 1, 2], 1)]
+    with pytest.raises(PolicyCheckError) as exc:
+        check_policy(lambda bins, item, rng: 7, 3, track="standin-v1")
+    assert str(exc.value) == "step 0: policy returned 7; the stand-in wants 0"
+    # The signature is bound before the track is asked anything.
+    with pytest.raises(PolicyCheckError) as exc:
+        check_policy(lambda bins: 0, 3, track="standin-v1")
+    assert str(exc.value) == "policy(bins) cannot be called as policy(env, task, rng): too many positional arguments"
+
+
+def test_check_policy_names_an_unknown_track_and_a_seed_it_cannot_play() -> None:
+    with pytest.raises(TrackError, match=r"^unknown track 'packing-v9'; known tracks: "):
+        check_policy(lambda env, task, rng: 0, Scenario(n_tasks=20), track="packing-v9")
+    with pytest.raises(ValueError, match=r"^check_policy plays the track's own check episode \(seed 0\), got seed=3$"):
+        check_policy(lambda env, task, rng: 0, Scenario(n_tasks=20), seed=3)
 
 
 # ---------------------------------------------------------------------------------- the limits as stated

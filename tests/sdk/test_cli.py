@@ -16,7 +16,9 @@ import httpx
 import pytest
 
 from layersched.sdk.cli import main
+from layersched.sim.tracks import track_ids
 from tests.sdk.conftest import LiveServer, Worker, needs_server
+from tests.server import stand_in_track
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_TEMPLATE = REPO / "hidden_seeds" / "challenge-example.toml"
@@ -185,6 +187,36 @@ def test_submit_waits_for_score_and_rank(
     board = json.loads(out)
     assert board["split"] == "public"
     assert [(r["rank"], r["participant"]) for r in board["rows"] if not r["baseline"]] == [(1, "alice")]
+
+
+def test_a_board_on_another_track_reads_as_ratios_to_its_reference(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, worker_thread: Worker, policy_file: Path
+) -> None:
+    from layersched.server.admin import register_evalset
+
+    stand_in_track.register()
+    register_evalset(
+        name="toy",
+        commitment="t" * 64,
+        path="toy.toml",
+        scenarios=[],
+        track="standin-v1",
+        settings=live_server.settings,
+    )
+    login(capsys, live_server)
+    code, out, err = run(capsys, "submit", str(policy_file), "--name", "packer", "--poll", "0.1")
+    assert code == 0, err
+    assert "#1 succeeded: score 0.9800 (95% CI 0.9500-1.0100, ratio to FirstFit, lower is better), rank 1" in out
+    outputs = [out, run(capsys, "status", "1")[1], run(capsys, "leaderboard")[1]]
+    assert outputs[2].splitlines()[0] == "public leaderboard: score = ratio to FirstFit, lower is better"
+    assert "ratio to FirstFit, lower is better), rank 1" in outputs[1]
+    assert all("Greedy" not in text for text in outputs), outputs
+    board = json.loads(run(capsys, "leaderboard", "--json")[1])
+    assert (board["track"], board["track_title"], board["reference_baseline"]) == (
+        "standin-v1",
+        "Stand-in bin packing",
+        "FirstFit",
+    )
 
 
 def test_submit_of_a_failing_policy_exits_1_with_the_reason(
@@ -738,6 +770,40 @@ def test_init_copies_the_starter_kit_and_refuses_to_overwrite(
         "use --force to overwrite"
     )
     assert run(capsys, "init", str(target), "--force")[0] == 0
+
+
+def test_init_copies_the_kit_of_the_track_it_is_given(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    stand_in_track.register()
+    target = tmp_path / "kit"
+    code, out, err = run(capsys, "init", str(target), "--track", "standin-v1")
+    assert code == 0, err
+    assert sorted(p.name for p in target.iterdir()) == ["README.md", "policy.py"]
+    kit = REPO / "tests" / "server" / "stand_in_starter"
+    assert (target / "policy.py").read_bytes() == (kit / "policy.py").read_bytes()
+    assert out.splitlines()[0] == (
+        f"created the starter kit of standin-v1 (Stand-in bin packing) in {target}/: README.md, policy.py"
+    )
+    # Its README gives no steps (no bash block), so none of the lab kit's scripts is named.
+    assert out.splitlines()[-1] == "  layersched validate . && layersched submit . --name first-try"
+    assert "imitation_rl" not in out
+    layers = tmp_path / "layers"
+    assert run(capsys, "init", str(layers), "--track", "layers-v1")[0] == 0
+    assert (layers / "policy.py").read_bytes() == (REPO / "sdk" / "starter" / "policy.py").read_bytes()
+
+
+def test_init_of_an_unknown_track_lists_the_known_and_writes_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "kit"
+    with pytest.raises(SystemExit) as exc:
+        main(["init", str(target), "--track", "packing-v9"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    known = ", ".join(track_ids())
+    assert err.splitlines()[-1] == (
+        f"layersched init: error: argument --track: unknown track 'packing-v9'; known tracks: {known}"
+    )
+    assert "layers-v1" in known and not target.exists()
 
 
 def test_evalset_verify(capsys: pytest.CaptureFixture[str]) -> None:

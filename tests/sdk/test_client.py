@@ -211,6 +211,31 @@ def test_leaderboard_needs_no_token() -> None:
     assert json.loads(json.dumps(board))["rows"][0]["score"] == decoded.rows[0].score
 
 
+@pytest.mark.parametrize(
+    ("extra", "track", "reference"),
+    [
+        ({}, "layers-v1", "Greedy"),
+        (
+            {"track": "standin-v1", "track_title": "Stand-in", "reference_baseline": "FirstFit"},
+            "standin-v1",
+            "FirstFit",
+        ),
+    ],
+    ids=["a-server-older-than-tracks", "a-board-on-another-track"],
+)
+def test_the_board_and_set_name_their_reference(extra: dict[str, Any], track: str, reference: str) -> None:
+    # The server's word is taken as it is: the client need not know the track (a student's older package).
+    bodies = {
+        "/api/v1/leaderboard": {"split": "public", "frozen": False, "published": False, "rows": [], **extra},
+        "/api/v1/evalsets/current": {"name": "toy", "commitment": "t" * 64, "scenarios": [], **extra},
+    }
+    with Client(
+        "http://test", transport=httpx.MockTransport(lambda r: httpx.Response(200, json=bodies[r.url.path]))
+    ) as c:
+        board, evalset = c.leaderboard(), c.current_evalset()
+    assert (board.track, board.reference) == (evalset.track, evalset.reference) == (track, reference)
+
+
 def test_against_the_live_app(live_server: Any, policy_file: Path) -> None:
     with Client(live_server.url, live_server.tokens["alice"]) as client:
         me = client.me()

@@ -27,7 +27,9 @@ from layersched.server.admin import upgrade_database
 from layersched.server.app import create_app
 from layersched.server.config import Settings
 from layersched.server.db import make_engine, make_sessionmaker
-from layersched.server.models import Base, User
+from layersched.server.models import Base, EvalSet, User
+
+from . import stand_in_track
 
 PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
 PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
@@ -222,6 +224,23 @@ def score(overall: float, spread: float = 0.02) -> dict[str, Any]:
         "ci_high": overall + spread,
         "per_scenario": {"lab-5": overall * 0.98, "hub-20": overall * 1.02},
     }
+
+
+def register_stand_in_set(session: Session) -> EvalSet:
+    """A set on the stand-in track (``stand_in_track``), current from now on, with its reference baseline's row."""
+    stand_in_track.register()
+    evalset = storage.register_evalset(
+        session=session, name="toy", commitment="t" * 64, path="toy.toml", scenarios=[], track=stand_in_track.TRACK_ID
+    )
+    storage.upsert_baseline_result(
+        session=session,
+        evalset_commitment=evalset.commitment,
+        sim_version="1.0.0",
+        baseline=stand_in_track.REFERENCE,
+        score_public=score(1.0),
+        score_private=score(1.0),
+    )
+    return evalset
 
 
 def run_evaluation(

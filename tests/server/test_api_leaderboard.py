@@ -11,7 +11,8 @@ from sqlalchemy.orm import Session
 
 from layersched.server import storage
 
-from .conftest import Account, run_evaluation, score, submit
+from . import stand_in_track
+from .conftest import Account, register_stand_in_set, run_evaluation, score, submit
 
 
 def entry(client: Any, account: Account, db: Session, public: float, private: float = 1.0, name: str = "s") -> int:
@@ -25,13 +26,51 @@ def rows(client: Any, split: str = "public", headers: dict[str, str] | None = No
     return [(r["rank"], r["participant"], r["score"], r["baseline"]) for r in board["rows"]]
 
 
+LAYERS = {"track": "layers-v1", "track_title": "Layer-aware container placement", "reference_baseline": "Greedy"}
+STAND_IN = {"track": stand_in_track.TRACK_ID, "track_title": stand_in_track.TITLE, "reference_baseline": "FirstFit"}
+
+
 def test_empty(client: Any) -> None:
+    # No set registered: the board is described as the default track's.
     assert client.get("/api/v1/leaderboard").json() == {
         "split": "public",
         "frozen": False,
         "published": False,
         "rows": [],
+        **LAYERS,
     }
+
+
+def test_the_board_says_which_track_it_is(client: Any, organiser: Account, db: Session) -> None:
+    assert {k: client.get("/api/v1/leaderboard").json()[k] for k in LAYERS} == LAYERS
+    register_stand_in_set(db)
+    board = client.get("/api/v1/leaderboard").json()
+    assert {k: board[k] for k in STAND_IN} == STAND_IN
+    assert [r["participant"] for r in board["rows"]] == ["FirstFit"]
+    current = client.get("/api/v1/evalsets/current").json()
+    assert {k: current[k] for k in STAND_IN} == STAND_IN
+    # A frozen board keeps the track it was frozen with, as the published one does.
+    client.post("/api/v1/admin/leaderboard/freeze", headers=organiser.headers, json={"frozen": True})
+    client.post("/api/v1/admin/leaderboard/publish", headers=organiser.headers)
+    storage.register_evalset(session=db, name="sample", commitment="c" * 64, path="s.toml", scenarios=[])
+    for split in ("public", "private"):
+        board = client.get(f"/api/v1/leaderboard?split={split}").json()
+        assert {k: board[k] for k in STAND_IN} == STAND_IN, split
+
+
+def test_a_snapshot_from_before_tracks_reads_as_layers_v1(client: Any, organiser: Account, db: Session) -> None:
+    client.post("/api/v1/admin/leaderboard/freeze", headers=organiser.headers, json={"frozen": True})
+    client.post("/api/v1/admin/leaderboard/publish", headers=organiser.headers)
+    state = storage.get_leaderboard_state(session=db)
+    assert state.snapshot is not None and state.private_snapshot is not None
+    # What the snapshots of a server before this change hold: no track fields.
+    state.snapshot = {"public": {k: v for k, v in state.snapshot["public"].items() if k not in LAYERS}}
+    state.private_snapshot = {k: v for k, v in state.private_snapshot.items() if k not in LAYERS}
+    db.commit()
+    register_stand_in_set(db)  # the current set's track plays no part in a snapshot's
+    for split in ("public", "private"):
+        board = client.get(f"/api/v1/leaderboard?split={split}").json()
+        assert {k: board[k] for k in LAYERS} == LAYERS, split
 
 
 def test_ranking_best_per_participant(client: Any, alice: Account, bob: Account, db: Session) -> None:

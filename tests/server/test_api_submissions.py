@@ -500,6 +500,9 @@ def test_evalset_current(client: Any, evalset: Any) -> None:
             {"name": "lab-5", "weight": 1.0, "public_episodes": 2},
             {"name": "hub-20", "weight": 1.0, "public_episodes": 2},
         ],
+        "track": "layers-v1",
+        "track_title": "Layer-aware container placement",
+        "reference_baseline": "Greedy",
     }
 
 

@@ -30,7 +30,8 @@ from layersched.server.config import Settings
 from layersched.server.db import make_engine, make_sessionmaker
 from layersched.server.models import EvalSet, Evaluation, Submission, User
 
-from .conftest import run_evaluation, score
+from . import stand_in_track
+from .conftest import register_stand_in_set, run_evaluation, score
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
@@ -107,15 +108,18 @@ def _seed(database_url: str) -> dict[str, int]:
 
 
 @contextmanager
-def uvicorn_server(database_url: str, root: Path, wrapper: Sequence[str] = ()) -> Iterator[str]:
+def uvicorn_server(
+    database_url: str, root: Path, wrapper: Sequence[str] = (), extra_env: dict[str, str] | None = None
+) -> Iterator[str]:
     """A real uvicorn serving the app on ``database_url``; its base URL. ``wrapper`` prefixes the command (e.g.
-    ``ip netns exec NAME``: the server then listens on that namespace's loopback)."""
+    ``ip netns exec NAME``: the server then listens on that namespace's loopback); ``extra_env`` adds settings."""
     port = free_port()
     env = {
         **os.environ,
         "LAYERSCHED_DATABASE_URL": database_url,
         "LAYERSCHED_BUNDLE_DIR": str(root / "bundles"),
         "LAYERSCHED_BROKER_URL": "redis://127.0.0.1:6379/15",
+        **(extra_env or {}),
     }
     command = [*wrapper, sys.executable, "-m", "uvicorn", "--factory", "layersched.server.app:create_app"]
     process = subprocess.Popen(
@@ -275,6 +279,41 @@ def test_public_submission_page_shows_no_error(server: tuple[str, dict[str, int]
     dom = chromium(tmp_path, "--dump-dom", f"{base}/submissions/{ids['ada']}")
     assert "ada's policy" in dom and "rank <strong>1</strong>" in dom
     assert "secret_helper" not in dom and "import_error" not in dom
+
+
+@pytest.fixture(scope="module")
+def stand_in_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    """A server whose current set is on the stand-in track, which it knows from LAYERSCHED_TRACK_MODULES alone."""
+    root = tmp_path_factory.mktemp("browser-stand-in")
+    database_url = migrated_sqlite(root)
+    engine = make_engine(database_url)
+    with make_sessionmaker(engine)() as session:
+        evalset = register_stand_in_set(session)
+        user = storage.create_user(session=session, name="ada", email="ada@x.org")
+        submission, evaluation = add_submission(session, user, evalset, "ada's packer")
+        run_evaluation(session, evaluation.id, public=0.8)
+        submission_id = submission.id
+    engine.dispose()
+    repo = str(Path(__file__).resolve().parents[2])  # where ``tests`` is importable from, whatever the cwd
+    extra = {
+        "LAYERSCHED_TRACK_MODULES": f'["{stand_in_track.__name__}"]',
+        "PYTHONPATH": os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p),
+    }
+    with uvicorn_server(database_url, root, extra_env=extra) as base:
+        yield base, submission_id
+
+
+def test_a_board_on_another_track_shows_its_reference(stand_in_server: tuple[str, int], tmp_path: Path) -> None:
+    base, submission_id = stand_in_server
+    for url in (f"{base}/", f"{base}/submissions/{submission_id}"):
+        dom = chromium(tmp_path, "--dump-dom", url)
+        chart = dom[dom.index('<svg xmlns="http://www.w3.org/2000/svg" class="score-chart"') : dom.index("</svg>")]
+        assert 'aria-label="Score (ratio to FirstFit, lower is better)"' in chart, url
+        assert '<text class="reference-label"' in chart and "FirstFit = 1</text>" in chart, url
+        assert "greedy" not in dom.lower(), url
+    board = chromium(tmp_path, "--dump-dom", f"{base}/")
+    assert "Track <strong>Stand-in bin packing</strong> (<code>standin-v1</code>)" in board
+    assert "1.0 is FirstFit's level" in board
 
 
 @pytest.fixture(scope="module")

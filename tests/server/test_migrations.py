@@ -84,3 +84,23 @@ def test_0004_gives_existing_tokens_a_session_generation_and_takes_it_back(empty
         with engine.connect() as conn:
             assert "session_generation" not in {c["name"] for c in inspect(conn).get_columns("api_tokens")}
             assert conn.execute(text("SELECT lookup FROM api_tokens")).scalar_one() == "l"
+
+
+def test_0005_puts_existing_sets_on_layers_v1_and_takes_the_track_back(empty_database: str) -> None:
+    with upgraded(empty_database, "0004") as (config, engine):
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO evalsets (id, name, commitment, path, scenarios, current, revealed, created_at) "
+                    "VALUES (1, 'spring', 'c', 's.toml', '[]', true, false, '2026-01-01')"
+                )
+            )
+        command.upgrade(config, "0005")
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT track FROM evalsets")).scalar_one() == "layers-v1"
+            column = next(c for c in inspect(conn).get_columns("evalsets") if c["name"] == "track")
+            assert column["nullable"] is False
+        command.downgrade(config, "0004")
+        with engine.connect() as conn:
+            assert "track" not in {c["name"] for c in inspect(conn).get_columns("evalsets")}
+            assert conn.execute(text("SELECT name FROM evalsets")).scalar_one() == "spring"

@@ -12,7 +12,10 @@ from layersched.server import admin
 from layersched.server.app import create_app
 from layersched.server.config import Settings
 from layersched.server.errors import Conflict, NotFound
+from layersched.sim.tracks import TrackError, get_track
+from layersched.sim.tracks import registry as track_registry
 
+from . import stand_in_track
 from .conftest import Account, TestClient, run_evaluation, submit
 
 
@@ -109,3 +112,37 @@ def test_register_evalset_from_file(tmp_path: Path) -> None:
         current = client.get("/api/v1/evalsets/current").json()
     assert current["commitment"] == expected.commitment
     assert all(s["public_episodes"] >= 0 and s["weight"] > 0 for s in current["scenarios"])
+    # A file without a track is on layers-v1 (the sample set is), and the server says so.
+    assert registered.track == expected.track == "layers-v1" and current["track"] == "layers-v1"
+
+
+def test_register_evalset_refuses_an_unknown_track_naming_the_known(tmp_path: Path) -> None:
+    settings = Settings(_env_file=None, database_url=f"sqlite:///{tmp_path}/cli.db")  # type: ignore[call-arg]
+    admin.upgrade_database(settings=settings)
+    with pytest.raises(TrackError, match=r"^unknown track 'packing-v9'; known tracks: .*layers-v1"):
+        admin.register_evalset(
+            name="toy", commitment="t" * 64, path="toy.toml", scenarios=[], track="packing-v9", settings=settings
+        )
+    stand_in_track.register()
+    registered = admin.register_evalset(
+        name="toy", commitment="t" * 64, path="toy.toml", scenarios=[], track="standin-v1", settings=settings
+    )
+    assert registered.track == "standin-v1"
+
+
+def test_the_app_registers_the_track_modules_of_its_settings(tmp_path: Path) -> None:
+    module = "tests.server.stand_in_track"
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None, database_url=f"sqlite:///{tmp_path}/app.db", track_modules=(module,)
+    )
+    registered = dict(track_registry._registered)
+    track_registry._registered.pop("standin-v1", None)  # as in a fresh server process
+    try:
+        create_app(settings, enqueuer=lambda *a, **k: None)
+        assert get_track("standin-v1") is stand_in_track.TRACK
+    finally:
+        track_registry._registered.clear()
+        track_registry._registered.update(registered)
+    bad = settings.model_copy(update={"track_modules": ("tests.server.no_such_track",)})
+    with pytest.raises(TrackError, match=r"^track module 'tests.server.no_such_track' cannot be imported"):
+        create_app(bad, enqueuer=lambda *a, **k: None)

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from layersched.server import storage
 
-from .conftest import Account, run_evaluation, score, submit
+from .conftest import Account, register_stand_in_set, run_evaluation, score, submit
 
 
 def test_leaderboard_page(client: Any, alice: Account, db: Session) -> None:
@@ -32,6 +32,47 @@ def test_leaderboard_page(client: Any, alice: Account, db: Session) -> None:
     assert html.count('<circle class="point"') == 2
     assert "baseline Greedy (sim 1.0.0)" in html and "sim 0.9.0" not in html
     assert "<script" not in html
+
+
+def test_the_layers_board_reads_as_before_and_names_its_track(client: Any, alice: Account, db: Session) -> None:
+    body = submit(client, alice).json()
+    run_evaluation(db, body["evaluations"][0]["id"], public=0.9)
+    html = client.get("/").text
+    assert '<p id="track">Track <strong>Layer-aware container placement</strong> (<code>layers-v1</code>).</p>' in html
+    assert "Score (ratio to Greedy, lower is better)" in html and ">Greedy = 1</text>" in html
+    assert "per-scenario ratios to Greedy on the same episodes" in html and "1.0 is Greedy's level" in html
+    assert "Ratio to Greedy per scenario (green: better than Greedy, red: worse)." in html
+    owner = client.get(f"/submissions/{body['id']}", headers=alice.headers).text
+    assert "<th>Ratio to Greedy</th>" in owner and ">Greedy = 1</text>" in owner
+
+
+def test_a_board_on_another_track_names_its_reference_and_never_greedy(
+    client: Any, alice: Account, db: Session
+) -> None:
+    register_stand_in_set(db)
+    body = submit(client, alice).json()  # evaluated on the current set: the stand-in track's
+    run_evaluation(db, body["evaluations"][0]["id"], public=0.9)
+    pages = {
+        "board": client.get("/").text,
+        "public entry": client.get(f"/submissions/{body['id']}").text,
+        "owner": client.get(f"/submissions/{body['id']}", headers=alice.headers).text,
+    }
+    for name, html in pages.items():
+        assert "greedy" not in html.lower(), name  # not in a text, a title nor a CSS class
+        assert ">FirstFit = 1</text>" in html and "Score (ratio to FirstFit, lower is better)" in html, name
+    board = pages["board"]
+    assert '<p id="track">Track <strong>Stand-in bin packing</strong> (<code>standin-v1</code>).</p>' in board
+    assert "per-scenario ratios to FirstFit on the same episodes" in board and "1.0 is FirstFit's level" in board
+    assert "Ratio to FirstFit per scenario (green: better than FirstFit, red: worse)." in board
+    assert "<th>Ratio to FirstFit</th>" in pages["owner"] and "<th>Ratio to FirstFit</th>" in pages["public entry"]
+
+
+def test_the_owner_reads_the_ratios_of_the_set_that_scored_them(client: Any, alice: Account, db: Session) -> None:
+    body = submit(client, alice).json()
+    run_evaluation(db, body["evaluations"][0]["id"], public=0.9)  # on the sample set: layers-v1
+    register_stand_in_set(db)  # the board moves to another track; the owner's score is still the sample set's
+    owner = client.get(f"/submissions/{body['id']}", headers=alice.headers).text
+    assert "<th>Ratio to Greedy</th>" in owner
 
 
 def test_empty_leaderboard_page(client: Any) -> None:
