@@ -19,6 +19,7 @@ from layersched.server import storage
 from layersched.server.config import Settings, get_settings
 from layersched.server.db import make_engine, make_sessionmaker, session_scope
 from layersched.server.errors import ServiceError
+from layersched.server.tracks import load_tracks
 from layersched.sim.tracks import DEFAULT_TRACK_ID, get_track
 
 # What the CLI catches: every deliberate failure here (Conflict, NotFound) is a ServiceError with a .message.
@@ -125,6 +126,7 @@ def register_evalset(
     computed here (that runs the simulator: the worker's ``register_evalset_file`` does it).
     """
     settings = settings or get_settings()
+    load_tracks(settings.track_modules)  # the file may be on a track the settings add
     if name is None or commitment is None or scenarios is None:
         name, commitment, scenarios, track = _describe_evalset_file(Path(path))
     get_track(track)  # an unknown id fails here, naming the known ones, not later on every page of the board

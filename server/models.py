@@ -202,9 +202,10 @@ class EpisodeResult(Base):
     # learns of a failed hidden episode; ``message`` may carry text the policy wrote and is for organisers.
     step: Mapped[int | None] = mapped_column(Integer)
     message: Mapped[str] = mapped_column(Text, default="")
-    mean_completion: Mapped[float | None] = mapped_column(Float)
-    p95_completion: Mapped[float | None] = mapped_column(Float)
-    cloud_share: Mapped[float | None] = mapped_column(Float)
+    # The episode's metrics, named as its track's MetricSpecs name them (None: it did not finish), and the primary
+    # one (what scores are ratios of) on its own, so that scoring reads no track.
+    metrics: Mapped[dict[str, float] | None] = mapped_column(JSON)
+    primary_value: Mapped[float | None] = mapped_column(Float)
     trace_hash: Mapped[str | None] = mapped_column(String(64))
     n_actions: Mapped[int] = mapped_column(Integer, default=0)
     stdout: Mapped[str | None] = mapped_column(Text)

@@ -149,9 +149,10 @@ class EpisodePublic(BaseModel):
     hidden: bool
     status: str
     message: str
-    mean_completion: float | None
-    p95_completion: float | None
-    cloud_share: float | None
+    # As the episode's track names them (layers-v1: mean_completion, p95_completion, cloud_share); primary_value is
+    # the one scores are ratios of. None: the episode did not finish.
+    metrics: dict[str, float] | None
+    primary_value: float | None
     trace_hash: str | None
     n_actions: int
 

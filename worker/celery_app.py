@@ -17,9 +17,13 @@ from celery import Celery
 
 from layersched.server.config import Settings, get_settings
 from layersched.server.queue import AUDIT_TASK, AUDITS_QUEUE, EVALUATE_TASK, EVALUATIONS_QUEUE
+from layersched.server.tracks import load_tracks
 
 
 def make_celery(settings: Settings) -> Celery:
+    # The tracks the settings add, known before the pool forks (its processes inherit them): an evaluation set on one
+    # of them cannot be loaded, nor its episodes run, without it.
+    load_tracks(settings.track_modules)
     # ``include``: the worker imports the task module at start (importing it here would be circular).
     app = Celery("layersched", broker=settings.broker_url, include=["layersched.worker.tasks"], set_as_current=True)
     app.conf.update(

@@ -143,7 +143,9 @@ def _job_for(evaluation: Evaluation, job: EvalJob) -> EpisodeJob:
 
 
 def _record(session: Session, evaluation_id: int, job: EvalJob, outcome: EpisodeOutcome) -> None:
-    metrics = outcome.metrics
+    record = outcome.metrics
+    track = get_track(job.track)
+    metrics = None if record is None else {spec.name: float(getattr(record, spec.name)) for spec in track.metric_specs}
     storage.record_episode_result(
         session=session,
         evaluation_id=evaluation_id,
@@ -154,9 +156,8 @@ def _record(session: Session, evaluation_id: int, job: EvalJob, outcome: Episode
         status=outcome.status,
         step=outcome.step,
         message=outcome.message,
-        mean_completion=metrics.mean_completion if metrics else None,
-        p95_completion=metrics.p95_completion if metrics else None,
-        cloud_share=metrics.cloud_share if metrics else None,
+        metrics=metrics,
+        primary_value=None if record is None else float(getattr(record, track.primary_metric)),
         trace_hash=outcome.trace_hash,
         n_actions=outcome.n_actions,
         stdout=outcome.stdout,
@@ -222,9 +223,12 @@ def compare_audit(
             lines.append(f"{where}: status {old.status} -> {row.status}")
         if old.trace_hash != row.trace_hash:
             lines.append(f"{where}: action trace {old.trace_hash} -> {row.trace_hash}")
-        for field in ("mean_completion", "p95_completion", "cloud_share", "n_actions"):
-            if getattr(old, field) != getattr(row, field):
-                lines.append(f"{where}: {field} {getattr(old, field)!r} -> {getattr(row, field)!r}")
+        old_metrics, new_metrics = old.metrics or {}, row.metrics or {}
+        for name in sorted(set(old_metrics) | set(new_metrics)):
+            if old_metrics.get(name) != new_metrics.get(name):
+                lines.append(f"{where}: {name} {old_metrics.get(name)!r} -> {new_metrics.get(name)!r}")
+        if old.n_actions != row.n_actions:
+            lines.append(f"{where}: n_actions {old.n_actions!r} -> {row.n_actions!r}")
         mismatches.extend(lines)
         if lines:
             public.extend([f"{where}: differs (hidden episode)"] if row.hidden or old.hidden else lines)
@@ -386,9 +390,7 @@ def _conclude(session: Session, evaluation_id: int, evalset: EvalSet, settings: 
         storage.finish_evaluation(session=session, evaluation_id=evaluation_id, state="succeeded", audit=verdict)
         return EvaluationReport(evaluation_id, "succeeded", ran, verdict["verdict"])
     reference = reference_values(evalset, settings.baseline_cache_dir)
-    # An episode's row holds its primary metric in the lab's column, mean_completion (the lab's primary metric), until
-    # the episode rows name their metrics by the track's MetricSpecs.
-    values = {(r.scenario, r.episode_id): r.mean_completion for r in rows if r.mean_completion is not None}
+    values = {(r.scenario, r.episode_id): r.primary_value for r in rows if r.primary_value is not None}
     storage.finish_evaluation(
         session=session,
         evaluation_id=evaluation_id,

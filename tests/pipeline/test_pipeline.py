@@ -44,7 +44,12 @@ def test_greedy_submission_is_scored_exactly_like_the_trusted_simulator(
     rows = _episodes(sessions, sub.evaluation_id)
     for record in expected:
         row = rows[(record.scenario, record.episode)]
-        assert (row.status, row.trace_hash, row.mean_completion) == ("ok", record.trace_hash, record.mean_completion)
+        assert (row.status, row.trace_hash, row.primary_value) == ("ok", record.trace_hash, record.mean_completion)
+        assert row.metrics == {
+            "mean_completion": record.mean_completion,
+            "p95_completion": record.p95_completion,
+            "cloud_share": record.cloud_share,
+        }
     assert done.score_public is not None and done.score_private is not None
     assert set(done.score_public["per_scenario"]) == {"lab-300", "official-5n"}
     # Greedy against Greedy's reference: 1.0 unless a tie was broken the other way by the other rng.
@@ -159,7 +164,7 @@ def test_audit_reproduces_the_evaluation_and_reports_tampering(
             .filter_by(evaluation_id=sub.evaluation_id, scenario="lab-300", episode_id="seed0")
             .one()
         )
-        row.mean_completion = 1.0
+        row.metrics = {**(row.metrics or {}), "mean_completion": 1.0}
         session.commit()
         sampled = storage.create_audit(
             session=session, submission_id=sub.submission_id, sample=None, actor=organiser(session)

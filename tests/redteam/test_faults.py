@@ -483,7 +483,7 @@ def _evaluation_detail(stack: Stack, organiser: str, evaluation_id: int) -> dict
 
 
 def _episodes(detail: dict[str, Any]) -> list[tuple[Any, ...]]:
-    fields = ("scenario", "episode_id", "status", "trace_hash", "n_actions", "mean_completion")
+    fields = ("scenario", "episode_id", "status", "trace_hash", "n_actions", "metrics")
     return sorted(tuple(e[f] for f in fields) for e in detail["episodes"])
 
 

@@ -198,7 +198,9 @@ def test_audit_lines_about_hidden_episodes_name_no_metric(world: World) -> None:
     from layersched.worker.pipeline import compare_audit
 
     _, evaluation, episodes = world.evaluate("cross_episode_pipe")
-    changed = [_copy(e, mean_completion=(e.mean_completion or 0) + 1.0) for e in episodes]
+    changed = [
+        _copy(e, metrics={"mean_completion": (e.metrics or {}).get("mean_completion", 0.0) + 1.0}) for e in episodes
+    ]
     verdict = compare_audit(episodes, changed, evaluation, evaluation)
     assert any("mean_completion" in line for line in verdict["mismatches"])
     assert verdict["public_mismatches"] == [

@@ -36,7 +36,8 @@ def started_with_one_episode_each(db: Session, evaluation_id: int) -> None:  # n
             split="public",
             hidden=hidden,
             status="ok",
-            mean_completion=10.0,
+            metrics={"mean_completion": 10.0},
+            primary_value=10.0,
             trace_hash="f" * 64,
         )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -104,3 +105,37 @@ def test_0005_puts_existing_sets_on_layers_v1_and_takes_the_track_back(empty_dat
         with engine.connect() as conn:
             assert "track" not in {c["name"] for c in inspect(conn).get_columns("evalsets")}
             assert conn.execute(text("SELECT name FROM evalsets")).scalar_one() == "spring"
+
+
+def test_0006_moves_the_lab_columns_into_named_metrics_and_back(empty_database: str) -> None:
+    with upgraded(empty_database, "0005") as (config, engine):
+        with engine.begin() as conn:
+            for insert in (
+                "users (id, name, email, role, created_at) VALUES (1, 'ada', 'a@x', 'participant', '2026-01-01')",
+                "submissions (id, owner_id, name, description, bundle_sha256, bundle_format, bundle_bytes, "
+                "created_at, selected, counts_against_quota) VALUES (1, 1, 's', '', 'h', 'py', 1, '2026-01-01', "
+                "false, true)",
+                "evaluations (id, submission_id, kind, evalset_name, evalset_commitment, state, progress_done, "
+                "progress_total, attempts, created_at, infrastructure_failure) "
+                "VALUES (1, 1, 'initial', 'sample', 'c', 'succeeded', 2, 2, 1, '2026-01-01', false)",
+                "episode_results (id, evaluation_id, scenario, episode_id, split, hidden, status, message, "
+                "mean_completion, p95_completion, cloud_share, n_actions, recorded_at) "
+                "VALUES (1, 1, 'lab', 'e0', 'public', false, 'ok', '', 56.5, 90.25, 0.1, 300, '2026-01-01')",
+                "episode_results (id, evaluation_id, scenario, episode_id, split, hidden, status, message, "
+                "n_actions, recorded_at) VALUES (2, 1, 'lab', 'e1', 'public', false, 'crash', 'x', 3, '2026-01-01')",
+            ):
+                conn.execute(text(f"INSERT INTO {insert}"))
+        command.upgrade(config, "0006")
+        with engine.connect() as conn:
+            rows = conn.execute(text("SELECT id, metrics, primary_value FROM episode_results ORDER BY id")).all()
+            metrics = [json.loads(m) if isinstance(m, str) else m for _, m, _ in rows]
+            assert metrics == [{"mean_completion": 56.5, "p95_completion": 90.25, "cloud_share": 0.1}, None]
+            assert [p for _, _, p in rows] == [56.5, None]
+            assert "mean_completion" not in {c["name"] for c in inspect(conn).get_columns("episode_results")}
+        command.downgrade(config, "0005")
+        with engine.connect() as conn:
+            back = conn.execute(
+                text("SELECT mean_completion, p95_completion, cloud_share FROM episode_results ORDER BY id")
+            ).all()
+            assert [tuple(r) for r in back] == [(56.5, 90.25, 0.1), (None, None, None)]
+            assert "metrics" not in {c["name"] for c in inspect(conn).get_columns("episode_results")}

@@ -52,7 +52,8 @@ def record(db: Session, evaluation_id: int, episode: str, status: str = "ok", me
         split="public",
         hidden=False,
         status=status,
-        mean_completion=mean,
+        metrics={"mean_completion": mean},
+        primary_value=mean,
         trace_hash="t" * 64,
         n_actions=5,
         stdout="hi",
@@ -64,7 +65,7 @@ def test_episode_writes_are_idempotent(db: Session, queued: Evaluation) -> None:
     first = record(db, queued.id, "e0", mean=1.0)
     again = record(db, queued.id, "e0", mean=2.0)  # a redelivered task writes the same episode again
     record(db, queued.id, "e1")
-    assert first.id == again.id and again.mean_completion == 2.0
+    assert first.id == again.id and again.primary_value == 2.0 and again.metrics == {"mean_completion": 2.0}
     rows = db.scalar(select(func.count(EpisodeResult.id)).where(EpisodeResult.evaluation_id == queued.id))
     assert rows == 2
     db.refresh(queued)
@@ -215,7 +216,8 @@ def test_concurrent_duplicate_writes_make_one_row(db: Session, queued: Evaluatio
                 split="public",
                 hidden=False,
                 status="ok",
-                mean_completion=float(i),
+                metrics={"mean_completion": float(i)},
+                primary_value=float(i),
             )
 
     try:
