@@ -129,8 +129,18 @@ def _redis_up(port: int) -> bool:
 
 
 @contextmanager
-def running_stack(tmp_path: Path, baseline_cache: Path, evalset: Path = SAMPLE, **overrides: str) -> Iterator[Stack]:
-    """Start Redis and the API against a fresh Postgres database, ``evalset`` current; the caller starts workers."""
+def running_stack(
+    tmp_path: Path,
+    baseline_cache: Path,
+    evalset: Path = SAMPLE,
+    *,
+    process_env: dict[str, str] | None = None,
+    **overrides: str,
+) -> Iterator[Stack]:
+    """Start Redis and the API against a fresh Postgres database, ``evalset`` current; the caller starts workers.
+
+    ``overrides`` are settings (``LAYERSCHED_...``) for this process and the service's; ``process_env`` is for the
+    service's processes only (values in their environment's own syntax, a JSON list say)."""
     if shutil.which("redis-server") is None:
         raise RuntimeError("redis-server is not installed (scripts/bootstrap --system installs it)")
     database = create_pg_database()
@@ -154,7 +164,7 @@ def running_stack(tmp_path: Path, baseline_cache: Path, evalset: Path = SAMPLE, 
     )
     admin.upgrade_database(settings=settings)
     register_and_score(path=evalset, settings=settings)
-    stack = Stack(tmp_path, env, settings, f"http://127.0.0.1:{api_port}", redis_port)
+    stack = Stack(tmp_path, {**env, **(process_env or {})}, settings, f"http://127.0.0.1:{api_port}", redis_port)
     try:
         stack.start_redis()
         stack.start(
