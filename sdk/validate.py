@@ -30,6 +30,7 @@ from layersched.sdk.localrun import (
     stage_bundle,
     worker_sandbox_available,
 )
+from layersched.sim.tracks import get_track
 from layersched.worker.sandbox.limits import SandboxLimits
 
 # The sandbox's budgets, which are the server's defaults (server/config.py; tests/sdk/test_validate.py checks it):
@@ -112,6 +113,7 @@ def validate(
     evalset_at = evalset_file(evalset_path if evalset_path is not None else "sample").resolve()
     evalset = load_evalset(evalset_at)
     report.evalset_name = evalset.name
+    track = get_track(evalset.track)
     jobs = evalset.jobs("public")[:max_episodes] if max_episodes is not None else evalset.jobs("public")
     sandbox = worker_sandbox_available() if use_worker_sandbox is None else use_worker_sandbox
     limits = SandboxLimits(
@@ -156,7 +158,7 @@ def validate(
         elif sandbox and any(m.get("kind") == "timing" for m in messages):
             report.runner = "the worker's sandbox harness (process backend)"
             messages = messages + run_in_worker_sandbox(
-                staged, bundle.sha256, jobs, limits=limits, on_message=on_message
+                staged, bundle.sha256, jobs, track=track, limits=limits, on_message=on_message
             )
         else:
             report.runner = "a local process (layersched.worker is not installed)"

@@ -7,6 +7,7 @@ import inspect
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,26 @@ def test_without_the_worker_package_the_child_runs_the_episodes(tmp_path: Path) 
     assert errors(report)[0] == (
         "episode lab-300/seed0: timeout: step 10: no action within the per-decision deadline of 0.05 s"
     )
+
+
+GREEDY_BASELINE = "from layersched.sim.baselines import get_baseline\n\npolicy = get_baseline('Greedy')\n"
+
+
+@pytest.mark.parametrize("use_worker_sandbox", [True, False], ids=["worker-sandbox", "child-only"])
+def test_a_policy_that_vandalises_its_view_plays_greedys_actions(tmp_path: Path, use_worker_sandbox: bool) -> None:
+    """Issue 17 item 5 in validate: each decision sees the truth, whatever the policy did to its view before."""
+    # The sandbox contract's vandal: Greedy, then every node's slots and download_free zeroed in its view, not undone.
+    from tests.worker.sandbox_contract import VANDAL, VANDALISM
+
+    vandal = textwrap.dedent(VANDAL.format(change=VANDALISM["zeroes-slots-and-download-free"]))
+    greedy = validate(
+        write(tmp_path, GREEDY_BASELINE, "greedy.py"), max_episodes=2, use_worker_sandbox=use_worker_sandbox
+    )
+    report = validate(write(tmp_path, vandal, "vandal.py"), max_episodes=2, use_worker_sandbox=use_worker_sandbox)
+    assert report.ok and greedy.ok, (report.findings, greedy.findings)
+    assert [e["trace_hash"] for e in report.episodes] == [e["trace_hash"] for e in greedy.episodes]
+    assert [e["mean_completion"] for e in report.episodes] == [e["mean_completion"] for e in greedy.episodes]
+    assert report.score == greedy.score == 1.0
 
 
 def test_a_decision_close_to_the_deadline_is_a_warning(tmp_path: Path) -> None:
