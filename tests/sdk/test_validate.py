@@ -433,3 +433,76 @@ def test_validates_baselines_are_the_public_boards_rows(tmp_path: Path) -> None:
     local = {row.name: row.score for row in report.rows if row.name != POLICY_ROW}
     assert local == pytest.approx(board, rel=1e-12)
     assert set(local) == {"Random", "LeastLoaded", "Kube", "Dep", "LRS", "Greedy"}
+
+
+# ---------------------------------------------------------------------------------- what the track decides
+
+
+def test_the_rows_are_the_tracks_baselines_scored_against_its_reference(tmp_path: Path) -> None:
+    """Baselines, reference and metric come from the set's track: here layers-v1 with LRS as reference and the
+    95th percentile as primary metric, as a track that chose them would have."""
+    import random
+
+    from layersched.sdk.validate import _score_rows, format_report
+    from layersched.sim.episodes import policy_seed
+    from layersched.sim.evalset import SAMPLE_PATH, baseline_bundle_id, load_evalset
+    from layersched.sim.tracks.layers_v1 import LayersTrack
+
+    class TailTrack(LayersTrack):
+        baseline_names = ("Greedy", "LRS")
+        reference_baseline = "LRS"
+        primary_metric = "p95_completion"
+
+    track = TailTrack()
+    evalset = load_evalset(SAMPLE_PATH)
+    jobs = evalset.jobs("public")
+
+    def p95(name: str) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        for job in jobs:
+            seed = policy_seed(baseline_bundle_id(name), job.scenario.content_hash, job.episode.id)
+            policy, rng = track.baseline(name), random.Random(seed)
+            result = track.run_episode(job.scenario, policy, job.episode.workload_rng(), rng)
+            out.setdefault(job.scenario_name, []).append(result.metrics.p95_completion)
+        return out
+
+    greedy, lrs = p95("Greedy"), p95("LRS")
+    mine = [  # the policy's episodes as the child reports them: Greedy's tail, 10% longer
+        {"scenario": job.scenario_name, "episode": job.episode.id, "p95_completion": 1.1 * value}
+        for job, value in zip(jobs, [v for sc in greedy.values() for v in sc], strict=True)
+    ]
+    rows = {row.name: row for row in _score_rows(track, jobs, mine, evalset.weights)}
+    assert set(rows) == {"Greedy", "LRS", POLICY_ROW}
+    assert rows["LRS"].score == 1.0
+    for sc in evalset.weights:
+        assert rows["Greedy"].metric[sc] == pytest.approx(sum(greedy[sc]) / len(greedy[sc]), rel=1e-12)
+        assert rows["Greedy"].ratio[sc] == pytest.approx(sum(greedy[sc]) / sum(lrs[sc]), rel=1e-12)
+        assert rows[POLICY_ROW].ratio[sc] == pytest.approx(1.1 * rows["Greedy"].ratio[sc], rel=1e-12)
+    report = ValidationReport(tmp_path, rows=list(rows.values()), evalset_name="sample", track=track)
+    report.episodes = mine
+    assert "(ratio to LRS, lower is better)" in format_report(report)
+
+
+@pytest.mark.parametrize("module", ["localrun", "validate"])
+def test_validate_knows_no_problem_but_through_the_track(module: str) -> None:
+    """Nothing of the lab's simulator, baselines or scenarios is imported or named: it all comes from the track
+    (``get_track(evalset.track)``). The action trace's hash is shared by every track (actions are ints)."""
+    import ast
+
+    import layersched.sdk
+
+    source = (Path(layersched.sdk.__file__).parent / f"{module}.py").read_text()
+    lab = {"env", "baselines", "scenario", "workload", "view", "gym_env", "replay", "catalog", "tracks.layers_v1"}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module is not None:
+            name = node.module.removeprefix("layersched.sim.")
+            if name in lab or (name == "episode" and [a.name for a in node.names] != ["trace_hash"]):
+                found.append(f"from {node.module} import {', '.join(a.name for a in node.names)}")
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.removeprefix("layersched.sim.") in lab]
+        elif isinstance(node, (ast.Name, ast.Attribute)):
+            name = node.id if isinstance(node, ast.Name) else node.attr
+            if name in {"ClusterEnv", "BASELINES", "content_hash", "mean_completion"}:
+                found.append(name)
+    assert found == []
