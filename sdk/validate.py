@@ -2,8 +2,8 @@
 
 1. Bundle limits and links (``bundle.make_bundle``), syntax, the ``policy`` entry point and imports the sandbox
    image lacks (``checks.static_findings``): nothing is executed.
-2. In a child process (``localrun``): import the policy, ``check_policy`` on a fresh episode, and time every
-   decision of the first episode against the deadline.
+2. In a child process (``localrun``): import the policy, the track's contract check on a fresh episode, and time
+   every decision of the first episode, played as the sandbox plays it, against the deadline.
 3. Every public episode of the sample evaluation set through the worker's own sandbox harness (process backend),
    with the seeds and deadline the server uses, and the first episode once more to check that its actions
    reproduce (audits compare action traces).

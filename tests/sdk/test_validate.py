@@ -18,6 +18,7 @@ from layersched.sdk.cli import main
 from layersched.sdk.localrun import RunRequest, run_in_subprocess
 from layersched.sdk.validate import POLICY_ROW, SERVER_LIMITS, ValidationReport, _interpret, validate
 from tests.sdk.conftest import needs_server
+from tests.worker.sandbox_contract import VANDAL, VANDALISM
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -125,8 +126,6 @@ GREEDY_BASELINE = "from layersched.sim.baselines import get_baseline\n\npolicy =
 def test_a_policy_that_vandalises_its_view_plays_greedys_actions(tmp_path: Path, use_worker_sandbox: bool) -> None:
     """Issue 17 item 5 in validate: each decision sees the truth, whatever the policy did to its view before."""
     # The sandbox contract's vandal: Greedy, then every node's slots and download_free zeroed in its view, not undone.
-    from tests.worker.sandbox_contract import VANDAL, VANDALISM
-
     vandal = textwrap.dedent(VANDAL.format(change=VANDALISM["zeroes-slots-and-download-free"]))
     greedy = validate(
         write(tmp_path, GREEDY_BASELINE, "greedy.py"), max_episodes=2, use_worker_sandbox=use_worker_sandbox
@@ -506,3 +505,30 @@ def test_validate_knows_no_problem_but_through_the_track(module: str) -> None:
             if name in {"ClusterEnv", "BASELINES", "content_hash", "mean_completion"}:
                 found.append(name)
     assert found == []
+
+
+@pytest.mark.parametrize("change", ["pass", *VANDALISM.values()], ids=["clean", *VANDALISM])
+def test_an_episode_played_as_the_sandbox_plays_it_is_greedys(change: str) -> None:
+    """``play_episode`` (the track's simulator and replica) gives a clean Greedy the in-process run's actions and
+    metrics, and every vandal of the sandbox contract the same: whatever it did to its view, it sees the truth."""
+    import random
+
+    from layersched.sdk.localrun import _Sides, play_episode
+    from layersched.sim.episode import trace_hash
+    from layersched.sim.evalset import SAMPLE_PATH, load_evalset
+    from layersched.sim.tracks import get_track
+
+    evalset = load_evalset(SAMPLE_PATH)
+    track = get_track(evalset.track)
+    greedy = track.baseline(track.reference_baseline)
+    namespace: dict[str, Any] = {}
+    exec(textwrap.dedent(VANDAL.format(change=change)), namespace)  # the sandbox contract's own source
+    sides = _Sides(track)
+    for job in evalset.jobs("public"):
+        expected = track.run_episode(job.scenario, greedy, job.episode.workload_rng(), random.Random(7))
+        simulator, replica = sides.of(job.scenario, job.scenario_name)
+        actions, metrics = play_episode(
+            simulator, replica, namespace["policy"], job.episode.workload_rng(), random.Random(7)
+        )
+        assert trace_hash(actions) == trace_hash(expected.actions)
+        assert metrics == expected.metrics
