@@ -432,7 +432,10 @@ def _child_main(out: TextIO) -> int:
 
     times = watchdog.times
     sides = _Sides(track)
-    hashes = {sc.name: track.scenario_hash(sc.scenario) for sc in evalset.scenarios}
+    # A content hash may serialise a whole catalog: once per scenario that is played.
+    hashes = {
+        name: track.scenario_hash(scenario) for name, scenario in {j.scenario_name: j.scenario for j in jobs}.items()
+    }
 
     def timed(*args: Any) -> Any:
         return watchdog.decide(policy, *args)
