@@ -566,7 +566,7 @@ def run_in_worker_sandbox(
             hashes[job.scenario_name] = track.scenario_hash(job.scenario)
         seed = policy_seed(bundle_sha256, hashes[job.scenario_name], job.episode.id)
         with _ticking(emit, f"episode {job.scenario_name}/{job.episode.id}"):
-            outcome = session.run_episode(EpisodeJob(job.scenario_name, job.scenario, job.episode, seed))
+            outcome = session.run_episode(EpisodeJob(job.scenario_name, job.scenario, job.episode, seed, track.id))
         record: dict[str, Any] = {
             "scenario": outcome.scenario_name,
             "episode": outcome.episode_id,

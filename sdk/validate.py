@@ -276,7 +276,8 @@ def format_report(report: ValidationReport) -> str:
             f"score on {n} public episode{'s' if n != 1 else ''} of {report.evalset_name!r} "
             f"(ratio to {reference}, lower is better), run in {report.runner}:"
         )
-        unit = next((f" ({m.unit})" for m in report.track.metric_specs if m.name == report.track.primary_metric), "")
+        primary = report.track.primary_metric
+        unit = next((f" ({m.unit})" for m in report.track.metric_specs if m.name == primary and m.unit), "")
         header = f"  {'policy':<13} {'score':>7}" + "".join(f" {sc[:14] + unit:>19}" for sc in scenarios)
         lines.append(header)
         for row in report.rows:

@@ -532,3 +532,50 @@ def test_an_episode_played_as_the_sandbox_plays_it_is_greedys(change: str) -> No
         )
         assert trace_hash(actions) == trace_hash(expected.actions)
         assert metrics == expected.metrics
+
+
+LEAST_LOADED_TOY = "def policy(loads, size, rng):\n    return loads.index(min(loads))\n"
+
+
+def test_validates_pieces_play_a_track_they_do_not_know(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The toy track of tests/ (its reference is Random, its metric the makespan): validate's child loop, the
+    worker's sandbox as validate drives it, and the score rows all take what they need from the track."""
+    import random
+    from types import SimpleNamespace
+
+    from layersched.sdk.bundle import make_bundle
+    from layersched.sdk.localrun import _Sides, play_episode, run_in_worker_sandbox
+    from layersched.sdk.validate import _score_rows, format_report
+    from layersched.sim.episode import trace_hash
+    from layersched.sim.episodes import EpisodeSpec
+    from layersched.sim.tracks import load_track_module
+    from layersched.worker.sandbox.limits import SandboxLimits
+    from tests.toy_track import ToyScenario
+
+    monkeypatch.setenv("PYTHONPATH", str(REPO))  # the process sandbox's harness imports tests.toy_track
+    toy = load_track_module("tests.toy_track")
+    scenario = ToyScenario(machines=3, jobs=12)
+    jobs = [
+        SimpleNamespace(scenario_name="toy", scenario=scenario, episode=EpisodeSpec(f"t{i}", seed=i)) for i in (0, 1)
+    ]
+    path = write(tmp_path, LEAST_LOADED_TOY)
+    namespace: dict[str, Any] = {}
+    exec(LEAST_LOADED_TOY, namespace)
+    sides = _Sides(toy)
+    played = [
+        play_episode(*sides.of(scenario, "toy"), namespace["policy"], job.episode.workload_rng(), random.Random(0))
+        for job in jobs
+    ]
+    messages = run_in_worker_sandbox(path, make_bundle(path).sha256, jobs, track=toy, limits=SandboxLimits())
+    episodes = [m for m in messages if m["kind"] == "episode"]
+    assert [(e["status"], e["message"]) for e in episodes] == [("ok", "")] * len(jobs)
+    assert [e["trace_hash"] for e in episodes] == [trace_hash(actions) for actions, _ in played]
+    assert [e["makespan"] for e in episodes] == [metrics.makespan for _, metrics in played]
+    rows = {row.name: row for row in _score_rows(toy, jobs, episodes, {"toy": 1.0})}
+    assert set(rows) == {"Random", "LeastLoaded", POLICY_ROW}
+    assert rows["Random"].score == 1.0
+    assert rows[POLICY_ROW].score == rows["LeastLoaded"].score < 1.0
+    report = ValidationReport(path, episodes=episodes, rows=list(rows.values()), evalset_name="toy", track=toy)
+    text = format_report(report)
+    assert "(ratio to Random, lower is better)" in text
+    assert f"\n  {'policy':<13} {'score':>7} {'toy':>19}\n" in text  # the makespan has no unit to show
