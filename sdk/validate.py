@@ -241,15 +241,21 @@ def _score_rows(
     primary = track.primary_metric
     hashes: dict[str, str] = {}
     per_policy: dict[str, dict[str, list[float]]] = {}
-    for name in track.baseline_names:
-        fn = track.baseline(name)
-        for job in jobs:
-            if job.scenario_name not in hashes:  # a content hash serialises the whole catalog: once per scenario
-                hashes[job.scenario_name] = track.scenario_hash(job.scenario)
-            rng = random.Random(policy_seed(baseline_bundle_id(name), hashes[job.scenario_name], job.episode.id))
-            result = track.run_episode(job.scenario, fn, job.episode.workload_rng(), rng)
-            value = getattr(result.metrics, primary)
-            per_policy.setdefault(name, {}).setdefault(job.scenario_name, []).append(value)
+    names = track.baseline_names
+    for job in jobs:
+        if job.scenario_name not in hashes:  # a content hash serialises the whole catalog: once per scenario
+            hashes[job.scenario_name] = track.scenario_hash(job.scenario)
+        policies = [
+            (
+                track.baseline(name),
+                random.Random(policy_seed(baseline_bundle_id(name), hashes[job.scenario_name], job.episode.id)),
+            )
+            for name in names
+        ]
+        # As the server scores its baselines (layersched.sim.evalset.runs): every one on the same episode, drawn once.
+        results = track.run_policies(job.scenario, policies, job.episode.workload_rng())
+        for name, result in zip(names, results, strict=True):
+            per_policy.setdefault(name, {}).setdefault(job.scenario_name, []).append(getattr(result.metrics, primary))
     for e in episodes:
         per_policy.setdefault(POLICY_ROW, {}).setdefault(e["scenario"], []).append(e[primary])
     reference = per_policy[track.reference_baseline]

@@ -470,7 +470,12 @@ def test_the_rows_are_the_tracks_baselines_scored_against_its_reference(tmp_path
         {"scenario": job.scenario_name, "episode": job.episode.id, "p95_completion": 1.1 * value}
         for job, value in zip(jobs, [v for sc in greedy.values() for v in sc], strict=True)
     ]
-    rows = {row.name: row for row in _score_rows(track, jobs, mine, evalset.weights)}
+
+    class AsTheServer(TailTrack):  # which plays its baselines together on each drawn episode
+        def run_episode(self, *args: Any) -> Any:
+            raise AssertionError("baselines are scored with run_policies, as layersched.sim.evalset.runs does")
+
+    rows = {row.name: row for row in _score_rows(AsTheServer(), jobs, mine, evalset.weights)}
     assert set(rows) == {"Greedy", "LRS", POLICY_ROW}
     assert rows["LRS"].score == 1.0
     for sc in evalset.weights:
