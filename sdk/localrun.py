@@ -69,6 +69,9 @@ class RunRequest:
     submission_s: float  # ... of the whole run
     max_episodes: int | None = None
     all_episodes: bool = True  # False: only the timed first episode (the worker's harness scores the rest)
+    # The module that defines the set's track (``layersched.sim.tracks.track_module``): the child is a fresh
+    # process, which knows only the built-in tracks until it imports one an organiser registered.
+    track_module: str | None = None
 
 
 @dataclass
@@ -382,7 +385,7 @@ def _child_main(out: TextIO) -> int:
     from layersched.sim.episode import trace_hash
     from layersched.sim.episodes import policy_seed
     from layersched.sim.errors import PolicyError
-    from layersched.sim.tracks import get_track
+    from layersched.sim.tracks import get_track, load_track_module
 
     lock = threading.Lock()  # the watchdog's thread sends too
 
@@ -392,6 +395,8 @@ def _child_main(out: TextIO) -> int:
             out.flush()
 
     req = RunRequest(**json.loads(sys.stdin.read()))
+    if req.track_module is not None:
+        load_track_module(req.track_module)
     evalset = sample_evalset(req.evalset_path)
     track = get_track(evalset.track)
     jobs = evalset.jobs("public")

@@ -32,7 +32,7 @@ from layersched.sdk.localrun import (
     stage_bundle,
     worker_sandbox_available,
 )
-from layersched.sim.tracks import Track, get_track
+from layersched.sim.tracks import Track, get_track, track_module
 from layersched.worker.sandbox.limits import SandboxLimits
 
 # The sandbox's budgets, which are the server's defaults (server/config.py; tests/sdk/test_validate.py checks it):
@@ -140,6 +140,7 @@ def validate(
             submission_s=limits.submission_seconds,
             max_episodes=max_episodes,
             all_episodes=not sandbox,
+            track_module=track_module(evalset.track),
         )
         outcome = run_in_subprocess(request, workdir=workdir, on_message=on_message)
         report.stderr_tail = outcome.stderr_tail

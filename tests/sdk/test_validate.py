@@ -584,3 +584,29 @@ def test_validates_pieces_play_a_track_they_do_not_know(tmp_path: Path, monkeypa
     text = format_report(report)
     assert "(ratio to Random, lower is better)" in text
     assert f"\n  {'policy':<13} {'score':>7} {'toy':>19}\n" in text  # the makespan has no unit to show
+
+
+@pytest.mark.parametrize("use_worker_sandbox", [True, False], ids=["worker-sandbox", "child-only"])
+def test_validate_runs_a_set_of_another_track(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, use_worker_sandbox: bool
+) -> None:
+    """A set of the toy track (registered by the organiser's own module, which the child imports too): the contract,
+    the episodes and the rows are the track's, with nothing in sdk/ knowing it."""
+    from layersched.sdk.validate import format_report
+    from layersched.sim.tracks import load_track_module
+    from tests.sim.test_evalset_track import TOY_SET  # two scenarios, a keyed episode
+
+    monkeypatch.setenv("PYTHONPATH", str(REPO))  # where tests.toy_track is, for the child and the sandbox's harness
+    load_track_module("tests.toy_track")
+    evalset = write(tmp_path, TOY_SET, "toys.toml")
+    report = validate(write(tmp_path, LEAST_LOADED_TOY), evalset_path=evalset, use_worker_sandbox=use_worker_sandbox)
+    assert report.ok, (report.findings, report.stderr_tail)
+    assert "contract: policy(loads, size, rng) returned valid actions" in [f.message for f in report.findings]
+    assert [(e["scenario"], e["episode"], e["status"]) for e in report.episodes] == [
+        ("small", "seed0", "ok"),
+        ("wide", "seed0", "ok"),
+        ("wide", "h", "ok"),
+    ]
+    rows = {row.name: row for row in report.rows}
+    assert rows[POLICY_ROW].score == rows["LeastLoaded"].score < rows["Random"].score == 1.0
+    assert "(ratio to Random, lower is better)" in format_report(report)
