@@ -24,7 +24,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import importlib.util
-import inspect
 import json
 import logging
 import os
@@ -343,44 +342,15 @@ def play_episode(
     return actions, episode.metrics()
 
 
-def contract_call(track: Track) -> str:
-    """The policy's call as the track's contract states it first (``policy(env, task, rng) -> int``)."""
-    # The interface has no field for it: a contract's first words are its signature, up to the first colon.
-    return track.contract.split(":", 1)[0].strip()
-
-
 def contract_arguments(track: Track) -> str:
-    """What the policy is called with, as the contract names it (``(env, task, rng)``)."""
-    call = contract_call(track).split(" -> ", 1)[0]
+    """What the policy is called with, as the track's contract names it (layers-v1: ``(env, task, rng)``)."""
+    # The interface has no field for it: a contract starts with the call, ``policy(env, task, rng) -> int: ...``.
+    call = track.contract.split(":", 1)[0].split(" -> ", 1)[0].strip()
     return call[call.find("(") :] if "(" in call else call
 
 
-def _check_contract(track: Track, policy: Any, scenario: Any, decide: Callable[..., Any]) -> None:
-    """The function itself (what a call cannot tell), then the track's own check on a few decisions, each timed
-    by ``decide``. Raises ``PolicyCheckError`` naming the value at fault."""
-    from layersched.sdk.errors import PolicyCheckError
-    from layersched.sim.errors import PolicyError
-
-    signature = contract_call(track)
-    if not callable(policy):
-        raise PolicyCheckError(f"policy must be a function {signature}, got {policy!r}")
-    try:
-        inspect.signature(policy).bind(None, None, None)  # every track calls policy(view, decision, rng)
-    except TypeError as exc:
-        raise PolicyCheckError(f"policy{inspect.signature(policy)} cannot be called as {signature}: {exc}") from None
-    except ValueError:
-        pass  # builtins without a signature: the calls will tell
-
-    def timed(*args: Any) -> Any:
-        return decide(policy, *args)
-
-    try:
-        track.check_policy(timed, scenario)
-    except PolicyError as exc:
-        raise PolicyCheckError(str(exc)) from None
-
-
 def _child_main(out: TextIO) -> int:
+    from layersched.sdk.checks import check_policy
     from layersched.sdk.errors import PolicyCheckError
     from layersched.sim.episode import trace_hash
     from layersched.sim.episodes import policy_seed
@@ -420,7 +390,7 @@ def _child_main(out: TextIO) -> int:
 
     try:
         watchdog.begin("the contract check", CONTRACT_DECISIONS)
-        _check_contract(track, policy, jobs[0].scenario, watchdog.decide)
+        check_policy(policy, jobs[0].scenario, track=track.id, decide=watchdog.decide)
         watchdog.end()
         send(kind="contract", ok=True, message=f"contract: policy{contract_arguments(track)} returned valid actions")
     except PolicyCheckError as exc:
