@@ -1,17 +1,20 @@
 """Run a policy on evaluation-set episodes for ``layersched validate``, in two places.
 
-1. A child process of ours (``run_in_subprocess``): imports the policy, runs ``check_policy`` on a fresh episode
-   and times every decision of the first episode in-process. The student's module may crash, hang, print or change
-   global state; none of it takes down or skews the CLI. Results stream as JSON lines on a private file descriptor
-   (the policy's own prints go to stderr, of which the parent keeps the tail). The child sees the bundle's files
-   alone (``stage_bundle``, as the server unpacks them) and starts in an empty folder, so nothing beside a bundle
-   changes what it or the policy imports. It keeps the server's per-decision deadline and episode budget
-   (``_Watchdog``) and says how far an episode got twice a second.
+1. A child process of ours (``run_in_subprocess``): imports the policy, runs the track's contract check on a fresh
+   episode and times every decision of the first episode in-process. The student's module may crash, hang, print
+   or change global state; none of it takes down or skews the CLI. Results stream as JSON lines on a private file
+   descriptor (the policy's own prints go to stderr, of which the parent keeps the tail). The child sees the
+   bundle's files alone (``stage_bundle``, as the server unpacks them) and starts in an empty folder, so nothing
+   beside a bundle changes what it or the policy imports. It keeps the server's per-decision deadline and episode
+   budget (``_Watchdog``) and says how far an episode got twice a second.
 2. The worker's own sandbox harness (``run_in_worker_sandbox``: ``layersched.worker.sandbox.runner.open_sandbox``
    with the ``process`` backend): every scored episode, plus the first one again to check that the actions reproduce,
    exactly as the server drives them (a replica env that sees no future task, one fork per episode, the same seeds
-   and decision deadline). If the worker package cannot be imported, the child runs the episodes itself with
-   ``layersched.sim.episode.run_episode`` and says so.
+   and decision deadline). If the worker package cannot be imported, the child runs the episodes itself and says so.
+
+The child plays every episode as the sandbox does (``play_episode``): the evaluation set's track gives the trusted
+simulator, which checks each reply and keeps the score, and the replica, whose view is all the policy sees and is
+the true state at every decision whatever the policy wrote to it. So a policy sees here what it sees on the server.
 
 Child usage (internal): ``python -m layersched.sdk.localrun`` with a JSON request on stdin.
 """
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from layersched.sdk.bundle import ENTRY_POINT, Bundle
+from layersched.sim.tracks import Replica, Track, TrustedSimulator
 
 STDERR_TAIL_BYTES = 16 * 1024
 HEARTBEAT_S = 0.5  # how often the child says how far its episode got (the CLI's bar moves with it)
@@ -46,6 +50,8 @@ WATCH_S = 0.05  # how often the child's watchdog looks at the running decision
 # stuck in C code that holds the GIL starves the watchdog too, and then the parent ends it.
 SILENCE_GRACE_S = 10.0
 EXIT_TIMEOUT = 3
+# What the progress line says the contract check has (the lab track's check plays 5; the interface says "a few").
+CONTRACT_DECISIONS = 5
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,9 @@ class RunRequest:
     submission_s: float  # ... of the whole run
     max_episodes: int | None = None
     all_episodes: bool = True  # False: only the timed first episode (the worker's harness scores the rest)
+    # The module that defines the set's track (``layersched.sim.tracks.track_module``): the child is a fresh
+    # process, which knows only the built-in tracks until it imports one an organiser registered.
+    track_module: str | None = None
 
 
 @dataclass
@@ -211,11 +220,12 @@ class _Watchdog:
     def end(self) -> None:
         self._episode_started = None
 
-    def decide(self, policy: Callable[..., Any], env: Any, task: Any, rng: random.Random) -> Any:
+    def decide(self, policy: Callable[..., Any], *args: Any) -> Any:
+        """``policy(*args)`` (the track's arguments, as its replica passes them), timed."""
         started = time.perf_counter()
         self._decision_started = started
         try:
-            return policy(env, task, rng)
+            return policy(*args)
         finally:
             took = time.perf_counter() - started
             self._decision_started = None
@@ -288,13 +298,64 @@ def _load_policy(entry: Path, root: Path) -> Callable[..., Any]:
     return fn
 
 
+class _Sides:
+    """A scenario's trusted simulator and replica, built once and reused for each of its episodes (as the worker
+    builds its simulator per scenario and the sandbox its replica)."""
+
+    def __init__(self, track: Track) -> None:
+        self._track = track
+        self._by_hash: dict[str, tuple[TrustedSimulator, Replica]] = {}
+
+    def of(self, scenario: Any, scenario_hash: str) -> tuple[TrustedSimulator, Replica]:
+        sides = self._by_hash.get(scenario_hash)
+        if sides is None:
+            sides = self._by_hash[scenario_hash] = (self._track.simulator(scenario), self._track.replica(scenario))
+        return sides
+
+
+def play_episode(
+    simulator: TrustedSimulator,
+    replica: Replica,
+    policy: Callable[..., Any],
+    workload: random.Random,
+    policy_rng: random.Random,
+) -> tuple[list[int], Any]:
+    """One episode as the server plays it: the track's trusted simulator decides what is valid and keeps the score,
+    the policy sees only the replica's view (which every decision starts from as the true state, whatever the policy
+    did to it before). Returns the accepted actions and the track's metrics record; ``PolicyError`` on an invalid
+    action. The calls are the sandbox's, in its order (worker/episode_process.py and the runner)."""
+    episode = simulator.episode(workload)
+    replica.start(episode.start_message())
+    payload = episode.first_decision()
+    actions: list[int] = []
+    announced: list[Any] = []
+    step = 0
+    while payload is not None:
+        value = replica.decide(policy, payload, step, policy_rng)
+        action = episode.check(value, step)
+        if replica.in_range(action):  # always, once checked; the sandbox updates before it hears the verdict
+            replica.accepted(action)
+        actions.append(action)
+        announced.clear()
+        payload = announced[0] if episode.advance(action, announced.append) else None
+        step += 1
+    return actions, episode.metrics()
+
+
+def contract_arguments(track: Track) -> str:
+    """What the policy is called with, as the track's contract names it (layers-v1: ``(env, task, rng)``)."""
+    # The interface has no field for it: a contract starts with the call, ``policy(env, task, rng) -> int: ...``.
+    call = track.contract.split(":", 1)[0].split(" -> ", 1)[0].strip()
+    return call[call.find("(") :] if "(" in call else call
+
+
 def _child_main(out: TextIO) -> int:
     from layersched.sdk.checks import check_policy
     from layersched.sdk.errors import PolicyCheckError
-    from layersched.sim.env import ClusterEnv
-    from layersched.sim.episode import run_episode
+    from layersched.sim.episode import trace_hash
     from layersched.sim.episodes import policy_seed
     from layersched.sim.errors import PolicyError
+    from layersched.sim.tracks import get_track, load_track_module
 
     lock = threading.Lock()  # the watchdog's thread sends too
 
@@ -304,7 +365,10 @@ def _child_main(out: TextIO) -> int:
             out.flush()
 
     req = RunRequest(**json.loads(sys.stdin.read()))
+    if req.track_module is not None:
+        load_track_module(req.track_module)
     evalset = sample_evalset(req.evalset_path)
+    track = get_track(evalset.track)
     jobs = evalset.jobs("public")
     if req.max_episodes is not None:
         jobs = jobs[: req.max_episodes]
@@ -325,10 +389,10 @@ def _child_main(out: TextIO) -> int:
     watchdog = _Watchdog(send, deadline_s=req.deadline_s, episode_s=req.episode_s)
 
     try:
-        watchdog.begin("the contract check", 5)
-        check_policy(policy, ClusterEnv(jobs[0].scenario), seed=0, decide=watchdog.decide)
+        watchdog.begin("the contract check", CONTRACT_DECISIONS)
+        check_policy(policy, jobs[0].scenario, track=track.id, decide=watchdog.decide)
         watchdog.end()
-        send(kind="contract", ok=True, message="contract: policy(env, task, rng) returned valid node indices")
+        send(kind="contract", ok=True, message=f"contract: policy{contract_arguments(track)} returned valid actions")
     except PolicyCheckError as exc:
         send(kind="contract", ok=False, message=str(exc))
         return 1
@@ -342,17 +406,23 @@ def _child_main(out: TextIO) -> int:
         return 1
 
     times = watchdog.times
+    sides = _Sides(track)
+    # A content hash may serialise a whole catalog: once per scenario that is played.
+    hashes = {
+        name: track.scenario_hash(scenario) for name, scenario in {j.scenario_name: j.scenario for j in jobs}.items()
+    }
 
-    def timed(env: Any, task: Any, rng: random.Random) -> Any:
-        return watchdog.decide(policy, env, task, rng)
+    def timed(*args: Any) -> Any:
+        return watchdog.decide(policy, *args)
 
     def run(job: Any) -> dict[str, Any]:
-        seed = policy_seed(req.bundle_sha256, job.scenario.content_hash, job.episode.id)
+        seed = policy_seed(req.bundle_sha256, hashes[job.scenario_name], job.episode.id)
         _seed_globals(seed)
         base = {"scenario": job.scenario_name, "episode": job.episode.id}
-        watchdog.begin(f"episode {job.scenario_name}/{job.episode.id}", job.scenario.n_tasks)
+        watchdog.begin(f"episode {job.scenario_name}/{job.episode.id}", _decisions(job.scenario))
+        simulator, replica = sides.of(job.scenario, hashes[job.scenario_name])
         try:
-            result = run_episode(ClusterEnv(job.scenario), timed, job.episode.workload_rng(), random.Random(seed))
+            actions, metrics = play_episode(simulator, replica, timed, job.episode.workload_rng(), random.Random(seed))
         except PolicyError as exc:
             return {**base, "status": "invalid_action", "message": str(exc)}
         except Exception as exc:
@@ -364,15 +434,12 @@ def _child_main(out: TextIO) -> int:
             }
         finally:
             watchdog.end()
-        m = result.metrics
         return {
             **base,
             "status": "ok",  # a decision over the deadline ended the process (the watchdog)
             "message": "",
-            "mean_completion": m.mean_completion,
-            "p95_completion": m.p95_completion,
-            "cloud_share": m.cloud_share,
-            "trace_hash": result.trace_hash,
+            **metric_values(track, metrics),
+            "trace_hash": trace_hash(actions),
             "decisions": len(times),
             "time_mean": sum(times) / len(times),
             "time_max": max(times),
@@ -390,6 +457,18 @@ def _child_main(out: TextIO) -> int:
         again = run(jobs[0])
         send(kind="repeat", same=again.get("trace_hash") == first["trace_hash"], episode=first["episode"])
     return 0
+
+
+def metric_values(track: Track, metrics: Any) -> dict[str, float]:
+    """A metrics record's values by name, as episode messages carry them (``Track.metric_specs``)."""
+    return {spec.name: getattr(metrics, spec.name) for spec in track.metric_specs}
+
+
+def _decisions(scenario: Any) -> int:
+    """How many decisions an episode of ``scenario`` has, for the progress line; 0 (unknown) where the scenario
+    does not say: the track interface has no such question yet, and the lab's scenarios name it ``n_tasks``."""
+    n = getattr(scenario, "n_tasks", 0)
+    return n if isinstance(n, int) else 0
 
 
 def _child() -> int:
@@ -437,11 +516,13 @@ def run_in_worker_sandbox(
     bundle_sha256: str,
     jobs: list[Any],
     *,
+    track: Track,
     limits: Any,
     on_message: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Every job through the worker's harness (process backend) under ``limits`` (a ``SandboxLimits``), then the
-    first again; messages as the child's, and ``progress`` with the running episode's seconds every ``HEARTBEAT_S``."""
+    """Every job (of ``track``'s scenarios) through the worker's harness (process backend) under ``limits`` (a
+    ``SandboxLimits``), then the first again; messages as the child's, and ``progress`` with the running episode's
+    seconds every ``HEARTBEAT_S``."""
     from layersched.sim.episodes import policy_seed
     from layersched.worker.sandbox.outcomes import EpisodeJob
     from layersched.worker.sandbox.runner import open_sandbox
@@ -453,10 +534,14 @@ def run_in_worker_sandbox(
         if on_message is not None:
             on_message(message)
 
+    hashes: dict[str, str] = {}
+
     def run(session: Any, job: Any) -> dict[str, Any]:
-        seed = policy_seed(bundle_sha256, job.scenario.content_hash, job.episode.id)
+        if job.scenario_name not in hashes:  # a content hash serialises the whole catalog: once per scenario
+            hashes[job.scenario_name] = track.scenario_hash(job.scenario)
+        seed = policy_seed(bundle_sha256, hashes[job.scenario_name], job.episode.id)
         with _ticking(emit, f"episode {job.scenario_name}/{job.episode.id}"):
-            outcome = session.run_episode(EpisodeJob(job.scenario_name, job.scenario, job.episode, seed))
+            outcome = session.run_episode(EpisodeJob(job.scenario_name, job.scenario, job.episode, seed, track.id))
         record: dict[str, Any] = {
             "scenario": outcome.scenario_name,
             "episode": outcome.episode_id,
@@ -467,11 +552,7 @@ def run_in_worker_sandbox(
             "stderr": outcome.stderr,
         }
         if outcome.metrics is not None:
-            record.update(
-                mean_completion=outcome.metrics.mean_completion,
-                p95_completion=outcome.metrics.p95_completion,
-                cloud_share=outcome.metrics.cloud_share,
-            )
+            record.update(metric_values(track, outcome.metrics))
         return record
 
     # The process backend warns that it is weaker than docker: true, and irrelevant on the student's own machine.

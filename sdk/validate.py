@@ -2,13 +2,14 @@
 
 1. Bundle limits and links (``bundle.make_bundle``), syntax, the ``policy`` entry point and imports the sandbox
    image lacks (``checks.static_findings``): nothing is executed.
-2. In a child process (``localrun``): import the policy, ``check_policy`` on a fresh episode, and time every
-   decision of the first episode against the deadline.
+2. In a child process (``localrun``): import the policy, the track's contract check on a fresh episode, and time
+   every decision of the first episode, played as the sandbox plays it, against the deadline.
 3. Every public episode of the sample evaluation set through the worker's own sandbox harness (process backend),
    with the seeds and deadline the server uses, and the first episode once more to check that its actions
    reproduce (audits compare action traces).
-4. The six baselines on the same episodes, in-process, and the score from ``layersched.sim.scoring``: per scenario
-   the ratio of mean completion times to Greedy's, overall their weighted geometric mean (lower is better).
+4. The track's baselines on the same episodes, in-process, and the score from ``layersched.sim.scoring``: per
+   scenario the ratio of the track's primary metric to its reference baseline's (for layers-v1: mean completion
+   times to Greedy's), overall their weighted geometric mean (lower is better).
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ from layersched.sdk.checks import Finding, static_findings
 from layersched.sdk.errors import BundleError
 from layersched.sdk.localrun import (
     RunRequest,
+    contract_arguments,
     run_in_subprocess,
     run_in_worker_sandbox,
     stage_bundle,
     worker_sandbox_available,
 )
+from layersched.sim.tracks import Track, get_track, track_module
 from layersched.worker.sandbox.limits import SandboxLimits
 
 # The sandbox's budgets, which are the server's defaults (server/config.py; tests/sdk/test_validate.py checks it):
@@ -42,8 +45,8 @@ POLICY_ROW = "your policy"
 @dataclass(frozen=True)
 class ScoreRow:
     name: str
-    mean_completion: dict[str, float]  # per scenario, seconds
-    ratio: dict[str, float]  # per scenario, to Greedy
+    metric: dict[str, float]  # per scenario, the mean of the track's primary metric over its episodes
+    ratio: dict[str, float]  # per scenario, to the track's reference baseline
     score: float  # weighted geometric mean of the ratios
 
 
@@ -55,6 +58,7 @@ class ValidationReport:
     episodes: list[dict[str, Any]] = field(default_factory=list)
     rows: list[ScoreRow] = field(default_factory=list)
     evalset_name: str = ""
+    track: Track | None = None  # the evaluation set's, once it is read
     stderr_tail: str = ""
     runner: str = ""  # where the scored episodes ran
 
@@ -112,6 +116,7 @@ def validate(
     evalset_at = evalset_file(evalset_path if evalset_path is not None else "sample").resolve()
     evalset = load_evalset(evalset_at)
     report.evalset_name = evalset.name
+    track = report.track = get_track(evalset.track)
     jobs = evalset.jobs("public")[:max_episodes] if max_episodes is not None else evalset.jobs("public")
     sandbox = worker_sandbox_available() if use_worker_sandbox is None else use_worker_sandbox
     limits = SandboxLimits(
@@ -135,6 +140,7 @@ def validate(
             submission_s=limits.submission_seconds,
             max_episodes=max_episodes,
             all_episodes=not sandbox,
+            track_module=track_module(evalset.track),
         )
         outcome = run_in_subprocess(request, workdir=workdir, on_message=on_message)
         report.stderr_tail = outcome.stderr_tail
@@ -156,7 +162,7 @@ def validate(
         elif sandbox and any(m.get("kind") == "timing" for m in messages):
             report.runner = "the worker's sandbox harness (process backend)"
             messages = messages + run_in_worker_sandbox(
-                staged, bundle.sha256, jobs, limits=limits, on_message=on_message
+                staged, bundle.sha256, jobs, track=track, limits=limits, on_message=on_message
             )
         else:
             report.runner = "a local process (layersched.worker is not installed)"
@@ -164,7 +170,7 @@ def validate(
     if ended is not None:
         report.findings.append(ended)
     if report.ok and report.episodes and all(e["status"] == "ok" for e in report.episodes):
-        report.rows = _score_rows(jobs, report.episodes, evalset.weights)
+        report.rows = _score_rows(track, jobs, report.episodes, evalset.weights)
     return report
 
 
@@ -198,11 +204,12 @@ def _interpret(report: ValidationReport, messages: list[dict[str, Any]], deadlin
                     if extra:
                         report.stderr_tail = (report.stderr_tail + "\n" + extra).strip()
         elif kind == "repeat" and not m["same"]:
+            arguments = contract_arguments(report.track) if report.track is not None else "its arguments"
             report.findings.append(
                 Finding(
                     "warning",
                     f"episode {m['episode']} run twice with the same seeds gave different actions: the policy depends "
-                    f"on something besides (env, task, rng) and the seeded generators (the clock, files, unseeded "
+                    f"on something besides {arguments} and the seeded generators (the clock, files, unseeded "
                     f"randomness); audits will report a mismatch",
                 )
             )
@@ -223,28 +230,39 @@ def _interpret(report: ValidationReport, messages: list[dict[str, Any]], deadlin
             report.findings.append(Finding("ok", text))
 
 
-def _score_rows(jobs: list[Any], episodes: list[dict[str, Any]], weights: dict[str, float]) -> list[ScoreRow]:
-    """Baselines on the same episodes (seeded as the server seeds them), then ``layersched.sim.scoring``'s score."""
-    from layersched.sim.baselines import BASELINES
-    from layersched.sim.env import ClusterEnv
-    from layersched.sim.episode import run_episode
+def _score_rows(
+    track: Track, jobs: list[Any], episodes: list[dict[str, Any]], weights: dict[str, float]
+) -> list[ScoreRow]:
+    """The track's baselines on the same episodes (seeded as the server seeds them), then ``layersched.sim.scoring``'s
+    score of each row against the track's reference baseline."""
     from layersched.sim.episodes import policy_seed
     from layersched.sim.evalset import baseline_bundle_id
     from layersched.sim.scoring import overall_score, scenario_ratio
 
+    primary = track.primary_metric
+    hashes: dict[str, str] = {}
     per_policy: dict[str, dict[str, list[float]]] = {}
-    for name, fn in BASELINES.items():
-        for job in jobs:
-            env = ClusterEnv(job.scenario)
-            rng = random.Random(policy_seed(baseline_bundle_id(name), job.scenario.content_hash, job.episode.id))
-            result = run_episode(env, fn, job.episode.workload_rng(), rng)
-            per_policy.setdefault(name, {}).setdefault(job.scenario_name, []).append(result.metrics.mean_completion)
+    names = track.baseline_names
+    for job in jobs:
+        if job.scenario_name not in hashes:  # a content hash serialises the whole catalog: once per scenario
+            hashes[job.scenario_name] = track.scenario_hash(job.scenario)
+        policies = [
+            (
+                track.baseline(name),
+                random.Random(policy_seed(baseline_bundle_id(name), hashes[job.scenario_name], job.episode.id)),
+            )
+            for name in names
+        ]
+        # As the server scores its baselines (layersched.sim.evalset.runs): every one on the same episode, drawn once.
+        results = track.run_policies(job.scenario, policies, job.episode.workload_rng())
+        for name, result in zip(names, results, strict=True):
+            per_policy.setdefault(name, {}).setdefault(job.scenario_name, []).append(getattr(result.metrics, primary))
     for e in episodes:
-        per_policy.setdefault(POLICY_ROW, {}).setdefault(e["scenario"], []).append(e["mean_completion"])
-    greedy = per_policy["Greedy"]
+        per_policy.setdefault(POLICY_ROW, {}).setdefault(e["scenario"], []).append(e[primary])
+    reference = per_policy[track.reference_baseline]
     rows = []
     for name, by_scenario in per_policy.items():
-        ratios = {sc: scenario_ratio(values, greedy[sc]) for sc, values in by_scenario.items()}
+        ratios = {sc: scenario_ratio(values, reference[sc]) for sc, values in by_scenario.items()}
         score = overall_score(list(ratios.values()), [weights[sc] for sc in ratios])
         means = {sc: sum(values) / len(values) for sc, values in by_scenario.items()}
         rows.append(ScoreRow(name, means, ratios, score))
@@ -256,18 +274,22 @@ def format_report(report: ValidationReport) -> str:
     marks = {"ok": "  ok  ", "warning": "  warn", "error": "  FAIL"}
     lines = [f"{marks[f.level]}  {f.message}" for f in report.findings]
     if report.rows:
-        scenarios = list(report.rows[0].mean_completion)
+        assert report.track is not None  # rows are scored against the set's track
+        reference = report.track.reference_baseline
+        scenarios = list(report.rows[0].metric)
         n = len(report.episodes)
         lines.append("")
         lines.append(
             f"score on {n} public episode{'s' if n != 1 else ''} of {report.evalset_name!r} "
-            f"(ratio to Greedy, lower is better), run in {report.runner}:"
+            f"(ratio to {reference}, lower is better), run in {report.runner}:"
         )
-        header = f"  {'policy':<13} {'score':>7}" + "".join(f" {sc[:14] + ' (s)':>19}" for sc in scenarios)
+        primary = report.track.primary_metric
+        unit = next((f" ({m.unit})" for m in report.track.metric_specs if m.name == primary and m.unit), "")
+        header = f"  {'policy':<13} {'score':>7}" + "".join(f" {sc[:14] + unit:>19}" for sc in scenarios)
         lines.append(header)
         for row in report.rows:
             mark = "->" if row.name == POLICY_ROW else "  "
-            cells = "".join(f" {row.mean_completion[sc]:19.1f}" for sc in scenarios)
+            cells = "".join(f" {row.metric[sc]:19.1f}" for sc in scenarios)
             lines.append(f"{mark}{row.name:<13} {row.score:7.3f}{cells}")
     lines.append("")
     if report.ok:

@@ -7,6 +7,7 @@ import inspect
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from layersched.sdk.cli import main
 from layersched.sdk.localrun import RunRequest, run_in_subprocess
 from layersched.sdk.validate import POLICY_ROW, SERVER_LIMITS, ValidationReport, _interpret, validate
 from tests.sdk.conftest import needs_server
+from tests.worker.sandbox_contract import VANDAL, VANDALISM
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -115,6 +117,24 @@ def test_without_the_worker_package_the_child_runs_the_episodes(tmp_path: Path) 
     assert errors(report)[0] == (
         "episode lab-300/seed0: timeout: step 10: no action within the per-decision deadline of 0.05 s"
     )
+
+
+GREEDY_BASELINE = "from layersched.sim.baselines import get_baseline\n\npolicy = get_baseline('Greedy')\n"
+
+
+@pytest.mark.parametrize("use_worker_sandbox", [True, False], ids=["worker-sandbox", "child-only"])
+def test_a_policy_that_vandalises_its_view_plays_greedys_actions(tmp_path: Path, use_worker_sandbox: bool) -> None:
+    """Issue 17 item 5 in validate: each decision sees the truth, whatever the policy did to its view before."""
+    # The sandbox contract's vandal: Greedy, then every node's slots and download_free zeroed in its view, not undone.
+    vandal = textwrap.dedent(VANDAL.format(change=VANDALISM["zeroes-slots-and-download-free"]))
+    greedy = validate(
+        write(tmp_path, GREEDY_BASELINE, "greedy.py"), max_episodes=2, use_worker_sandbox=use_worker_sandbox
+    )
+    report = validate(write(tmp_path, vandal, "vandal.py"), max_episodes=2, use_worker_sandbox=use_worker_sandbox)
+    assert report.ok and greedy.ok, (report.findings, greedy.findings)
+    assert [e["trace_hash"] for e in report.episodes] == [e["trace_hash"] for e in greedy.episodes]
+    assert [e["mean_completion"] for e in report.episodes] == [e["mean_completion"] for e in greedy.episodes]
+    assert report.score == greedy.score == 1.0
 
 
 def test_a_decision_close_to_the_deadline_is_a_warning(tmp_path: Path) -> None:
@@ -412,3 +432,181 @@ def test_validates_baselines_are_the_public_boards_rows(tmp_path: Path) -> None:
     local = {row.name: row.score for row in report.rows if row.name != POLICY_ROW}
     assert local == pytest.approx(board, rel=1e-12)
     assert set(local) == {"Random", "LeastLoaded", "Kube", "Dep", "LRS", "Greedy"}
+
+
+# ---------------------------------------------------------------------------------- what the track decides
+
+
+def test_the_rows_are_the_tracks_baselines_scored_against_its_reference(tmp_path: Path) -> None:
+    """Baselines, reference and metric come from the set's track: here layers-v1 with LRS as reference and the
+    95th percentile as primary metric, as a track that chose them would have."""
+    import random
+
+    from layersched.sdk.validate import _score_rows, format_report
+    from layersched.sim.episodes import policy_seed
+    from layersched.sim.evalset import SAMPLE_PATH, baseline_bundle_id, load_evalset
+    from layersched.sim.tracks.layers_v1 import LayersTrack
+
+    class TailTrack(LayersTrack):
+        baseline_names = ("Greedy", "LRS")
+        reference_baseline = "LRS"
+        primary_metric = "p95_completion"
+
+    track = TailTrack()
+    evalset = load_evalset(SAMPLE_PATH)
+    jobs = evalset.jobs("public")
+
+    def p95(name: str) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        for job in jobs:
+            seed = policy_seed(baseline_bundle_id(name), job.scenario.content_hash, job.episode.id)
+            policy, rng = track.baseline(name), random.Random(seed)
+            result = track.run_episode(job.scenario, policy, job.episode.workload_rng(), rng)
+            out.setdefault(job.scenario_name, []).append(result.metrics.p95_completion)
+        return out
+
+    greedy, lrs = p95("Greedy"), p95("LRS")
+    mine = [  # the policy's episodes as the child reports them: Greedy's tail, 10% longer
+        {"scenario": job.scenario_name, "episode": job.episode.id, "p95_completion": 1.1 * value}
+        for job, value in zip(jobs, [v for sc in greedy.values() for v in sc], strict=True)
+    ]
+
+    class AsTheServer(TailTrack):  # which plays its baselines together on each drawn episode
+        def run_episode(self, *args: Any) -> Any:
+            raise AssertionError("baselines are scored with run_policies, as layersched.sim.evalset.runs does")
+
+    rows = {row.name: row for row in _score_rows(AsTheServer(), jobs, mine, evalset.weights)}
+    assert set(rows) == {"Greedy", "LRS", POLICY_ROW}
+    assert rows["LRS"].score == 1.0
+    for sc in evalset.weights:
+        assert rows["Greedy"].metric[sc] == pytest.approx(sum(greedy[sc]) / len(greedy[sc]), rel=1e-12)
+        assert rows["Greedy"].ratio[sc] == pytest.approx(sum(greedy[sc]) / sum(lrs[sc]), rel=1e-12)
+        assert rows[POLICY_ROW].ratio[sc] == pytest.approx(1.1 * rows["Greedy"].ratio[sc], rel=1e-12)
+    report = ValidationReport(tmp_path, rows=list(rows.values()), evalset_name="sample", track=track)
+    report.episodes = mine
+    assert "(ratio to LRS, lower is better)" in format_report(report)
+
+
+@pytest.mark.parametrize("module", ["localrun", "validate"])
+def test_validate_knows_no_problem_but_through_the_track(module: str) -> None:
+    """Nothing of the lab's simulator, baselines or scenarios is imported or named: it all comes from the track
+    (``get_track(evalset.track)``). The action trace's hash is shared by every track (actions are ints)."""
+    import ast
+
+    import layersched.sdk
+
+    source = (Path(layersched.sdk.__file__).parent / f"{module}.py").read_text()
+    lab = {"env", "baselines", "scenario", "workload", "view", "gym_env", "replay", "catalog", "tracks.layers_v1"}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module is not None:
+            name = node.module.removeprefix("layersched.sim.")
+            if name in lab or (name == "episode" and [a.name for a in node.names] != ["trace_hash"]):
+                found.append(f"from {node.module} import {', '.join(a.name for a in node.names)}")
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.removeprefix("layersched.sim.") in lab]
+        elif isinstance(node, (ast.Name, ast.Attribute)):
+            name = node.id if isinstance(node, ast.Name) else node.attr
+            if name in {"ClusterEnv", "BASELINES", "content_hash", "mean_completion"}:
+                found.append(name)
+    assert found == []
+
+
+@pytest.mark.parametrize("change", ["pass", *VANDALISM.values()], ids=["clean", *VANDALISM])
+def test_an_episode_played_as_the_sandbox_plays_it_is_greedys(change: str) -> None:
+    """``play_episode`` (the track's simulator and replica) gives a clean Greedy the in-process run's actions and
+    metrics, and every vandal of the sandbox contract the same: whatever it did to its view, it sees the truth."""
+    import random
+
+    from layersched.sdk.localrun import _Sides, play_episode
+    from layersched.sim.episode import trace_hash
+    from layersched.sim.evalset import SAMPLE_PATH, load_evalset
+    from layersched.sim.tracks import get_track
+
+    evalset = load_evalset(SAMPLE_PATH)
+    track = get_track(evalset.track)
+    greedy = track.baseline(track.reference_baseline)
+    namespace: dict[str, Any] = {}
+    exec(textwrap.dedent(VANDAL.format(change=change)), namespace)  # the sandbox contract's own source
+    sides = _Sides(track)
+    for job in evalset.jobs("public"):
+        expected = track.run_episode(job.scenario, greedy, job.episode.workload_rng(), random.Random(7))
+        simulator, replica = sides.of(job.scenario, job.scenario_name)
+        actions, metrics = play_episode(
+            simulator, replica, namespace["policy"], job.episode.workload_rng(), random.Random(7)
+        )
+        assert trace_hash(actions) == trace_hash(expected.actions)
+        assert metrics == expected.metrics
+
+
+LEAST_LOADED_TOY = "def policy(loads, size, rng):\n    return loads.index(min(loads))\n"
+
+
+def test_validates_pieces_play_a_track_they_do_not_know(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The toy track of tests/ (its reference is Random, its metric the makespan): validate's child loop, the
+    worker's sandbox as validate drives it, and the score rows all take what they need from the track."""
+    import random
+    from types import SimpleNamespace
+
+    from layersched.sdk.bundle import make_bundle
+    from layersched.sdk.localrun import _Sides, play_episode, run_in_worker_sandbox
+    from layersched.sdk.validate import _score_rows, format_report
+    from layersched.sim.episode import trace_hash
+    from layersched.sim.episodes import EpisodeSpec
+    from layersched.sim.tracks import load_track_module
+    from layersched.worker.sandbox.limits import SandboxLimits
+    from tests.toy_track import ToyScenario
+
+    monkeypatch.setenv("PYTHONPATH", str(REPO))  # the process sandbox's harness imports tests.toy_track
+    toy = load_track_module("tests.toy_track")
+    scenario = ToyScenario(machines=3, jobs=12)
+    jobs = [
+        SimpleNamespace(scenario_name="toy", scenario=scenario, episode=EpisodeSpec(f"t{i}", seed=i)) for i in (0, 1)
+    ]
+    path = write(tmp_path, LEAST_LOADED_TOY)
+    namespace: dict[str, Any] = {}
+    exec(LEAST_LOADED_TOY, namespace)
+    sides = _Sides(toy)
+    played = [
+        play_episode(*sides.of(scenario, "toy"), namespace["policy"], job.episode.workload_rng(), random.Random(0))
+        for job in jobs
+    ]
+    messages = run_in_worker_sandbox(path, make_bundle(path).sha256, jobs, track=toy, limits=SandboxLimits())
+    episodes = [m for m in messages if m["kind"] == "episode"]
+    assert [(e["status"], e["message"]) for e in episodes] == [("ok", "")] * len(jobs)
+    assert [e["trace_hash"] for e in episodes] == [trace_hash(actions) for actions, _ in played]
+    assert [e["makespan"] for e in episodes] == [metrics.makespan for _, metrics in played]
+    rows = {row.name: row for row in _score_rows(toy, jobs, episodes, {"toy": 1.0})}
+    assert set(rows) == {"Random", "LeastLoaded", POLICY_ROW}
+    assert rows["Random"].score == 1.0
+    assert rows[POLICY_ROW].score == rows["LeastLoaded"].score < 1.0
+    report = ValidationReport(path, episodes=episodes, rows=list(rows.values()), evalset_name="toy", track=toy)
+    text = format_report(report)
+    assert "(ratio to Random, lower is better)" in text
+    assert f"\n  {'policy':<13} {'score':>7} {'toy':>19}\n" in text  # the makespan has no unit to show
+
+
+@pytest.mark.parametrize("use_worker_sandbox", [True, False], ids=["worker-sandbox", "child-only"])
+def test_validate_runs_a_set_of_another_track(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, use_worker_sandbox: bool
+) -> None:
+    """A set of the toy track (registered by the organiser's own module, which the child imports too): the contract,
+    the episodes and the rows are the track's, with nothing in sdk/ knowing it."""
+    from layersched.sdk.validate import format_report
+    from layersched.sim.tracks import load_track_module
+    from tests.sim.test_evalset_track import TOY_SET  # two scenarios, a keyed episode
+
+    monkeypatch.setenv("PYTHONPATH", str(REPO))  # where tests.toy_track is, for the child and the sandbox's harness
+    load_track_module("tests.toy_track")
+    evalset = write(tmp_path, TOY_SET, "toys.toml")
+    report = validate(write(tmp_path, LEAST_LOADED_TOY), evalset_path=evalset, use_worker_sandbox=use_worker_sandbox)
+    assert report.ok, (report.findings, report.stderr_tail)
+    assert "contract: policy(loads, size, rng) returned valid actions" in [f.message for f in report.findings]
+    assert [(e["scenario"], e["episode"], e["status"]) for e in report.episodes] == [
+        ("small", "seed0", "ok"),
+        ("wide", "seed0", "ok"),
+        ("wide", "h", "ok"),
+    ]
+    rows = {row.name: row for row in report.rows}
+    assert rows[POLICY_ROW].score == rows["LeastLoaded"].score < rows["Random"].score == 1.0
+    assert "(ratio to Random, lower is better)" in format_report(report)
