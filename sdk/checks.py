@@ -209,19 +209,20 @@ def check_policy(
     call). ``decide(policy, *args)``, if given, makes each call (``layersched validate`` keeps a deadline on it).
     ``seed`` must be 0: the track's check plays its own episode, of seed 0.
     """
+    checked = get_track(track)
+    arguments = checked.policy_arguments
     if not callable(policy):
-        raise PolicyCheckError(f"policy must be a function policy(env, task, rng) -> int, got {policy!r}")
+        raise PolicyCheckError(f"policy must be a function policy{arguments} -> int, got {policy!r}")
     try:
-        inspect.signature(policy).bind(None, None, None)
+        inspect.signature(policy).bind(*[None] * len(arguments.strip("()").split(",")))
     except TypeError as exc:
         raise PolicyCheckError(
-            f"policy{inspect.signature(policy)} cannot be called as policy(env, task, rng): {exc}"
+            f"policy{inspect.signature(policy)} cannot be called as policy{arguments}: {exc}"
         ) from None
     except ValueError:
         pass  # builtins without a signature: the calls below will tell
     if seed != 0:
         raise ValueError(f"check_policy plays the track's own check episode (seed 0), got seed={seed!r}")
-    checked = get_track(track)
     scenario = getattr(scenario, "scenario", scenario)  # an env stands for the scenario it runs
 
     def call(*args: Any) -> Any:

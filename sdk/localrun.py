@@ -344,9 +344,7 @@ def play_episode(
 
 def contract_arguments(track: Track) -> str:
     """What the policy is called with, as the track's contract names it (layers-v1: ``(env, task, rng)``)."""
-    # The interface has no field for it: a contract starts with the call, ``policy(env, task, rng) -> int: ...``.
-    call = track.contract.split(":", 1)[0].split(" -> ", 1)[0].strip()
-    return call[call.find("(") :] if "(" in call else call
+    return track.policy_arguments
 
 
 def _child_main(out: TextIO) -> int:
@@ -419,7 +417,7 @@ def _child_main(out: TextIO) -> int:
         seed = policy_seed(req.bundle_sha256, hashes[job.scenario_name], job.episode.id)
         _seed_globals(seed)
         base = {"scenario": job.scenario_name, "episode": job.episode.id}
-        watchdog.begin(f"episode {job.scenario_name}/{job.episode.id}", _decisions(job.scenario))
+        watchdog.begin(f"episode {job.scenario_name}/{job.episode.id}", _decisions(track, job.scenario))
         simulator, replica = sides.of(job.scenario, hashes[job.scenario_name])
         try:
             actions, metrics = play_episode(simulator, replica, timed, job.episode.workload_rng(), random.Random(seed))
@@ -464,11 +462,9 @@ def metric_values(track: Track, metrics: Any) -> dict[str, float]:
     return {spec.name: getattr(metrics, spec.name) for spec in track.metric_specs}
 
 
-def _decisions(scenario: Any) -> int:
-    """How many decisions an episode of ``scenario`` has, for the progress line; 0 (unknown) where the scenario
-    does not say: the track interface has no such question yet, and the lab's scenarios name it ``n_tasks``."""
-    n = getattr(scenario, "n_tasks", 0)
-    return n if isinstance(n, int) else 0
+def _decisions(track: Track, scenario: Any) -> int:
+    """How many decisions an episode of ``scenario`` has, for the progress line; 0 where the track cannot say."""
+    return track.decisions(scenario) or 0
 
 
 def _child() -> int:

@@ -188,6 +188,8 @@ class Track(ScenarioSchema, Protocol):
     title: str
     # The contract a student's policy follows: its signature, what it returns, what it may do with its view.
     contract: str
+    # What ``policy`` is called with, as the contract names the arguments: ``"(env, task, rng)"`` for layers-v1.
+    policy_arguments: str
     # Baselines by name, in the order boards list them; one of them is the reference scores are normalised to.
     baseline_names: tuple[str, ...]
     reference_baseline: str
@@ -200,6 +202,10 @@ class Track(ScenarioSchema, Protocol):
 
     def baseline(self, name: str) -> Policy:
         """The baseline policy ``name`` (one of ``baseline_names``); ``KeyError`` names the known ones."""
+        ...
+
+    def decisions(self, scenario: Any) -> int | None:
+        """How many decisions an episode of ``scenario`` has, if that is known before it runs (progress lines)."""
         ...
 
     def scenario_hash(self, scenario: Any) -> str:

@@ -184,7 +184,8 @@ def test_check_policy_leaves_the_decisions_to_the_track_and_keeps_its_own_checks
     # The signature is bound before the track is asked anything.
     with pytest.raises(PolicyCheckError) as exc:
         check_policy(lambda bins: 0, 3, track="standin-v1")
-    assert str(exc.value) == "policy(bins) cannot be called as policy(env, task, rng): too many positional arguments"
+    # ... as the track's contract names the arguments, not the lab's.
+    assert str(exc.value) == "policy(bins) cannot be called as policy(bins, item, rng): too many positional arguments"
 
 
 def test_check_policy_names_an_unknown_track_and_a_seed_it_cannot_play() -> None:

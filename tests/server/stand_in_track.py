@@ -28,6 +28,7 @@ class StandInTrack:
     primary_metric = "makespan"
     metric_specs = (MetricSpec("makespan", "makespan", "s"),)
     starter = ("tests.server", "stand_in_starter")
+    policy_arguments = "(bins, item, rng)"
 
     def check_policy(self, policy: Policy, scenario: Any) -> None:
         """Its contract: policy(bins, item, rng) -> 0, asked twice; ``scenario`` is the bins' count."""

@@ -111,12 +111,16 @@ class ToyTrack(IntegerScenarios):  # its evaluation-set schema: [[scenario]] tab
     id = "toy-v1"
     title = "Toy load balancing (tests only)"
     contract = "policy(loads, size, rng) -> int: the machine (0..len(loads)-1) that gets the job of this size."
+    policy_arguments = "(loads, size, rng)"
     baseline_names = ("Random", "LeastLoaded")
     reference_baseline = "Random"
     metric_specs = (MetricSpec("makespan", "largest machine load"), MetricSpec("mean_load", "mean machine load"))
     primary_metric = "makespan"
     starter = ("tests.toy_track", "starter")
     scenario_type = ToyScenario
+
+    def decisions(self, scenario: ToyScenario) -> int:
+        return scenario.jobs
 
     def baseline(self, name: str) -> Policy:
         return {"Random": random_machine, "LeastLoaded": least_loaded}[name]

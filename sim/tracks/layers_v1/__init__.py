@@ -41,6 +41,7 @@ class LayersTrack:
     id = "layers-v1"
     title = "Layer-aware container placement"
     contract = CONTRACT
+    policy_arguments = "(env, task, rng)"
     baseline_names = tuple(BASELINES)
     reference_baseline = "Greedy"
     metric_specs: tuple[MetricSpec, ...] = (
@@ -82,6 +83,9 @@ class LayersTrack:
         self, scenarios: Sequence[ScenarioEntry], *, relocate: Callable[[str], str]
     ) -> dict[str, dict[str, dict[str, Any]]]:
         return schema.dump_tables(scenarios, relocate=relocate)
+
+    def decisions(self, scenario: Scenario) -> int:
+        return scenario.n_tasks  # one placement per task
 
     def baseline(self, name: str) -> Policy:
         return get_baseline(name)
