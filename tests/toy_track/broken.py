@@ -26,3 +26,20 @@ class BrokenTrack(ToyTrack):
 
 
 TRACK = BrokenTrack()
+
+
+class UnmeasurableEpisode(ToyEpisode):
+    def metrics(self):  # type: ignore[no-untyped-def]
+        raise ZeroDivisionError("a bug in the metrics")
+
+
+class UnmeasurableSimulator(ToySimulator):
+    def episode(self, workload):  # type: ignore[no-untyped-def]
+        return UnmeasurableEpisode(self.scenario, workload)
+
+
+class UnmeasurableTrack(ToyTrack):
+    id = "toy-unmeasurable-v1"
+
+    def simulator(self, scenario):  # type: ignore[no-untyped-def]
+        return UnmeasurableSimulator(scenario)

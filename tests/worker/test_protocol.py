@@ -522,3 +522,18 @@ def test_nonces_one_at_a_time_are_fresh_across_batches():
     drawn = [source.next() for _ in range(100)]
     assert len(set(drawn)) == 100
     assert all(0 <= n < 2**protocol.NONCE_BITS for n in drawn)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"type":"task","step":1,"nonce":2,"task":[1e400,3,4.5]}',
+        b'{"type":"task","step":1,"nonce":2,"task":[1e400]}',
+        b'{"type":"task","step":1,"nonce":2,"task":[1,-1e999,2]}',
+    ],
+    ids=["lab-shape", "one-number", "generic"],
+)
+def test_task_fast_paths_refuse_numbers_json_refuses(payload):
+    """Red team, 2026-12-01: float() reads 1e400 as Infinity where the strict parser refuses it."""
+    with pytest.raises(protocol.ProtocolError, match="does not fit in a finite float"):
+        protocol.decode(payload)

@@ -136,3 +136,58 @@ def test_a_sandbox_without_the_tracks_module_is_the_services_fault(monkeypatch, 
     assert outcome.message.startswith(
         "the sandbox cannot build scenario 'toy' of track 'toy-v1' (module 'tests.toy_track'): TrackError("
     )
+
+
+def test_a_track_whose_metrics_fail_is_the_services_fault(monkeypatch, tmp_path):
+    load_track_module("tests.toy_track.unmeasurable")
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    bundle = tmp_path / "policy.py"
+    bundle.write_text(textwrap.dedent(LEAST_LOADED))
+    with open_sandbox(bundle, backend="process") as session:
+        outcome = session.run_episode(EpisodeJob("toy", SCENARIO, EPISODES[0], 1, "toy-unmeasurable-v1"))
+    assert outcome.status == "infrastructure_error"
+    assert outcome.message == "track toy-unmeasurable-v1: the metrics failed: ZeroDivisionError('a bug in the metrics')"
+
+
+# Red team, 2026-12-01: the harness imported a track's module when the first scenario frame came, after the first
+# episode process had imported the policy, with its working directory (the policy's to write) first on sys.path.
+PLANT = """
+    import os
+
+    # The harness's working directory (inherited): /tmp in a container, the channel directory in the process sandbox.
+    os.makedirs(os.path.join(os.getcwd(), "tests", "toy_track"), exist_ok=True)
+    open(os.path.join(os.getcwd(), "tests", "__init__.py"), "w").close()
+    with open(os.path.join(os.getcwd(), "tests", "toy_track", "__init__.py"), "w") as planted:
+        planted.write("raise RuntimeError('participant code running as the harness')")
+
+    def policy(loads, size, rng):
+        return loads.index(min(loads))
+"""
+# An honest bundle that happens to hold a package of the track module's name.
+HOMONYM = {
+    "policy.py": LEAST_LOADED,
+    "tests/__init__.py": "",
+    "tests/toy_track/__init__.py": "raise RuntimeError('the bundle's own tests package, never the track')",
+}
+
+
+def test_a_module_planted_where_the_harness_starts_is_never_imported_as_the_track(sandbox, tmp_path):
+    jobs, outcomes = run(sandbox, tmp_path, PLANT)
+    for job, outcome in zip(jobs, outcomes, strict=True):
+        assert (outcome.status, outcome.message) == ("ok", "")
+        assert outcome.metrics == in_process(job).metrics
+
+
+def test_a_bundle_holding_a_package_of_the_tracks_name_plays_as_any_other(sandbox, tmp_path):
+    backend, image = sandbox
+    bundle = tmp_path / "bundle"
+    for name, text in HOMONYM.items():
+        (bundle / name).parent.mkdir(parents=True, exist_ok=True)
+        (bundle / name).write_text(textwrap.dedent(text))
+    with open_sandbox(bundle, backend=backend, image=image, limits=SandboxLimits()) as session:  # type: ignore[arg-type]
+        job = EpisodeJob(
+            "toy", SCENARIO, EPISODES[0], policy_seed(session.bundle_sha256, SCENARIO_HASH, "t0"), "toy-v1"
+        )
+        outcome = session.run_episode(job)
+    assert (outcome.status, outcome.message) == ("ok", "")
+    assert outcome.metrics == in_process(job).metrics

@@ -169,6 +169,7 @@ class DockerBackend:
             self.image,
             command=[
                 "python3",
+                "-P",  # no working directory on sys.path: the container's /tmp is the policy's to write
                 "-m",
                 "layersched.worker.sandbox.harness",
                 "--socket",

@@ -46,7 +46,8 @@ from typing import Any
 
 import numpy as np
 
-from layersched.sim.tracks import Replica
+from layersched.sim.tracks import Replica, load_track_module
+from layersched.sim.tracks.registry import BUILTIN_MODULES
 from layersched.worker.sandbox import protocol
 from layersched.worker.sandbox.cache_guard import forbid_cache_control
 from layersched.worker.sandbox.capture import Capture
@@ -255,6 +256,8 @@ class Harness:
         self.replicas: dict[str, Replica] = {}
         self.scenarios: dict[str, dict[str, Any]] = {}  # name -> its scenario frame, for spares older than it
         self.spare: _Spare | None = None
+        # Something left between episodes (by a replaced spare's import) could not be cleaned up.
+        self.dirty = False
         self.stdout, self.stderr = Capture(output_bytes), Capture(output_bytes)
         self.ctl = self._connect()
 
@@ -307,6 +310,7 @@ class Harness:
         """Fork the first episode process and relay how its import went: ``ready`` (True) or ``import_error``."""
         started = time.monotonic()
         oom_before = oom_kills()
+        preload_tracks()
         preloaded = preload_site_modules(self.bundle)
         report_r, report_w = os.pipe()
         spare = self._fork_spare((report_r, report_w))
@@ -341,7 +345,7 @@ class Harness:
                 # How it ended, if it ended by itself (killed by the out-of-memory killer, say).
                 **(_wait_status(ended) if ended is not None else {"exit_code": None, "signal": None}),
                 "oom_kills": None if oom_before is None or oom_after is None else oom_after - oom_before,
-                "scratch_dirty": not clean,
+                "scratch_dirty": not clean or self.dirty,
             }
         )
         return False
@@ -396,6 +400,7 @@ class Harness:
                 return  # the worker is gone: so are we
             kind = message["type"]
             if kind == "scenario":
+                new_module = message.get("module") not in sys.modules
                 try:
                     replica, content_hash = replica_from_frame(message)
                 except Exception as exc:  # trusted input, but this image may lack the track (or be another version)
@@ -404,6 +409,8 @@ class Harness:
                 self.replicas[message["name"]] = replica
                 self.scenarios[message["name"]] = message
                 self.send({"type": "scenario_ok", "name": message["name"], "hash": content_hash})
+                if new_module and self.spare is not None:
+                    self._replace_spare()
             elif kind == "episode":
                 self.run_episode(message)
             elif kind == "ping":
@@ -449,10 +456,10 @@ class Harness:
                 **_wait_status(status),
                 "killed": killed,
                 "oom_kills": None if oom_before is None or oom_after is None else oom_after - oom_before,
-                "scratch_dirty": not clean,
+                "scratch_dirty": not clean or self.dirty,
             }
         )
-        if clean:  # unclean: the worker replaces this sandbox, so no episode follows here
+        if clean and not self.dirty:  # unclean: the worker replaces this sandbox, so no episode follows here
             self.spare = self._fork_spare()
 
     def _supervise(self, spare: _Spare, assignment: bytes) -> tuple[int, bool, bool]:
@@ -585,6 +592,21 @@ class Harness:
             return False
         return empty_scratch(SCRATCH_DIRS)
 
+    def _replace_spare(self) -> None:
+        """The waiting spare was forked before a track's module was first imported here: it would import it
+        itself, after its policy, with the policy's bundle first on its path. It goes (cleaned up after as after an
+        episode: its import may have left files and processes) and a new one inherits the module and the replica;
+        once per session and track outside the built-in ones."""
+        assert self.spare is not None
+        spare, self.spare = self.spare, None
+        clean = self._end_and_clean(spare)
+        self.stdout.reset()
+        self.stderr.reset()
+        if clean:
+            self.spare = self._fork_spare()
+        else:
+            self.dirty = True  # the next episode's report says so, and the worker replaces this sandbox after it
+
     def _discard(self, spare: _Spare) -> None:
         """End an unused spare (the harness is leaving)."""
         self._end(spare)
@@ -629,7 +651,25 @@ def _wait_status(status: int) -> dict[str, int | None]:
     }
 
 
+def trusted_import_path() -> None:
+    """Keep only absolute, installed places on ``sys.path``: ``python -m`` puts the working directory first, and in
+    the sandbox that directory is the policy's to write (``/tmp`` in a container, the channel directory in the
+    process sandbox). The harness imports track modules after the first episode process imported the policy: a
+    module planted there would run as the harness. (The backends also start it with ``-P``; this holds where that
+    flag is missing.)"""
+    cwd = os.getcwd()
+    sys.path[:] = [p for p in sys.path if os.path.isabs(p) and p != cwd]
+
+
+def preload_tracks() -> None:
+    """Import the built-in tracks' modules, before any episode process exists: every episode process then finds
+    them in ``sys.modules``, never on a path that its policy's bundle comes first on."""
+    for module in BUILTIN_MODULES.values():
+        load_track_module(module)
+
+
 def main(argv: list[str] | None = None) -> int:
+    trusted_import_path()
     make_undumpable()
     # Before anything is forked: every episode process inherits the filter, and cannot undo it.
     guarded = forbid_cache_control()

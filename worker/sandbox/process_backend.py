@@ -69,6 +69,7 @@ class ProcessBackend:
         command = [
             *self.namespaces,
             sys.executable,
+            *(["-P"] if sys.version_info >= (3, 11) else []),  # no working directory (the policy's) on sys.path
             "-m",
             "layersched.worker.sandbox.harness",
             "--socket",

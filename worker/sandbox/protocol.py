@@ -188,12 +188,14 @@ def decode(payload: bytes) -> dict[str, Any]:
     fast = _TASK3_FRAME.fullmatch(payload)
     if fast is not None:
         task = [float(fast[3]), int(fast[4]), float(fast[5])]
-        return {"type": "task", "step": int(fast[1]), "nonce": int(fast[2]), "task": task}
+        if math.isfinite(task[0]) and math.isfinite(task[2]):  # 1e400 is Infinity to float(), an error to JSON
+            return {"type": "task", "step": int(fast[1]), "nonce": int(fast[2]), "task": task}
     fast = _TASK_FRAME.fullmatch(payload)
     if fast is not None:
         numbers = fast[3]
         task = [float(t) if _FLOAT_MARKS.intersection(t) else int(t) for t in numbers.split(b",")] if numbers else []
-        return {"type": "task", "step": int(fast[1]), "nonce": int(fast[2]), "task": task}
+        if all(type(v) is int or math.isfinite(v) for v in task):  # as above: out-of-range floats take the strict path
+            return {"type": "task", "step": int(fast[1]), "nonce": int(fast[2]), "task": task}
     try:
         text = payload.decode("utf-8")
     except UnicodeDecodeError as exc:

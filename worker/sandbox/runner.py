@@ -741,7 +741,11 @@ class _Episode:
         report = self._timing(reader)
         self._exit_report(kill_after=END_GRACE_SECONDS)
         output = self.output
-        metrics = episode.metrics()
+        try:
+            metrics = episode.metrics()
+        except Exception as exc:  # the track's own code: the service's fault, as in check and advance
+            log.exception("track %s failed measuring episode %s", job.track, job.episode.id)
+            return self.finish("infrastructure_error", f"track {job.track}: the metrics failed: {exc!r}", output)
         timing = None
         if report is not None:
             timing = EpisodeTiming(

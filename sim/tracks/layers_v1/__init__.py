@@ -16,14 +16,13 @@ from typing import Any
 
 from layersched.sim.baselines import BASELINES, get_baseline
 from layersched.sim.env import ClusterEnv
-from layersched.sim.episode import EpisodeResult, check_action, run_episode
+from layersched.sim.episode import EpisodeResult, run_episode
 from layersched.sim.errors import PolicyError
 from layersched.sim.replay import ReplayEnv
 from layersched.sim.scenario import Scenario
 from layersched.sim.tracks.interface import MetricSpec, Policy, ScenarioEntry, Track
 from layersched.sim.tracks.layers_v1 import schema
 from layersched.sim.tracks.layers_v1.sandbox import LayersReplica, LayersSimulator, scenario_from_wire, scenario_to_wire
-from layersched.sim.workload import Task
 
 CONTRACT = """\
 policy(env, task, rng) -> int: the index of the node that runs ``task``.
@@ -119,12 +118,14 @@ class LayersTrack:
         return [run_episode(env, policy, workload, policy_rng) for policy, policy_rng in policies]
 
     def check_policy(self, policy: Policy, scenario: Scenario) -> None:
-        env = ClusterEnv(scenario)
-        task: Task | None = env.reset(0)
-        rng = random.Random(0)
+        """The first decisions of the seed-0 episode, played as the sandbox plays them (the policy gets the
+        replica's view, the trusted simulator checks each reply)."""
+        episode = self.simulator(scenario).episode(random.Random(0))
+        replica = self.replica(scenario)
+        replica.start(episode.start_message())
+        payload, rng = episode.first_decision(), random.Random(0)
         for step in range(5):
-            assert task is not None
-            reply = policy(env, task, rng)
+            reply = replica.decide(policy, payload, step, rng)
             if isinstance(reply, float):
                 raise PolicyError(
                     f"step {step}: policy returned {reply!r} (float); return an int node index such as "
@@ -132,9 +133,12 @@ class LayersTrack:
                     step=step,
                     value=reply,
                 )
-            task, _, done = env.step(check_action(env, task, reply, step))
-            if done:
+            action = episode.check(reply, step)
+            replica.accepted(action)
+            announced: list[Any] = []
+            if not episode.advance(action, announced.append):
                 break
+            payload = announced[0]
 
     def make_gym_env(self, scenario: Scenario | None = None) -> Any:
         from layersched.sim.gym_env import LayerSchedEnv  # gymnasium is optional
