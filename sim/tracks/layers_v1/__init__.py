@@ -30,8 +30,9 @@ env is a view of the cluster as it is now (the lab's ClusterEnv API: nodes, imag
 task is the container request (arrival time s, image index, G cycles); rng is the episode's random.Random.
 The node must be able to store the task's image (env.mask(task)); any other reply ends the episode.
 The view is scratch space: a policy may change it (a lookahead that places tasks on it, say); every decision starts
-from the true state again, and scores are computed outside the sandbox. A policy sees only the present: the tasks
-so far and the current one, never a future task or the workload's seed."""
+from the true state again, and scores are computed outside the sandbox. (A policy that reaches past its view into
+the sandbox's own objects, by frames or the garbage collector, can mislead only itself.) A policy sees only the
+present: the tasks so far and the current one, never a future task or the workload's seed."""
 
 
 class LayersTrack:
