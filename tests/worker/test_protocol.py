@@ -320,7 +320,7 @@ def _strict(payload: bytes) -> object:
 def test_fast_task_decoding_equals_the_strict_parser(arrival, cycles):
     payload = protocol.encode_task(42, (arrival, 7, cycles), protocol.new_nonces(1)[0])[4:]
     assert protocol._TASK3_FRAME.fullmatch(payload) is not None  # the fast path is the one tested
-    decoded = protocol.decode(payload)
+    decoded = protocol.decode(payload, tasks=True)
     assert decoded == _strict(payload)
     assert [type(v) for v in decoded["task"]] == [float, int, float]
 
@@ -332,7 +332,7 @@ def test_fast_task_decoding_agrees_on_random_floats():
         cycles = rng.expovariate(0.01) * rng.choice([1, 1e-12, 1e12])
         step, image, (nonce,) = rng.randrange(10**6), rng.randrange(100), protocol.new_nonces(1)
         payload = protocol.encode_task(step, (arrival, image, cycles), nonce)[4:]
-        assert protocol.decode(payload) == _strict(payload), payload
+        assert protocol.decode(payload, tasks=True) == _strict(payload), payload
 
 
 @pytest.mark.parametrize(
@@ -346,8 +346,8 @@ def test_fast_task_decoding_agrees_on_random_floats():
 )
 def test_task_frames_off_the_fast_path_take_the_strict_parser(payload, task):
     assert protocol._TASK3_FRAME.fullmatch(payload) is None
-    assert protocol.decode(payload)["task"] == task
-    assert protocol.decode(payload) == _strict(payload)
+    assert protocol.decode(payload, tasks=True)["task"] == task
+    assert protocol.decode(payload, tasks=True) == _strict(payload)
 
 
 def test_nonces_drawn_together_are_fresh_and_within_their_bits():
@@ -503,7 +503,7 @@ def test_any_decision_payload_encodes_as_the_generic_encoder_and_decodes_as_the_
     encoded = protocol.encode_task(5, payload, 77)
     generic = protocol.encode({"type": "task", "step": 5, "nonce": 77, "task": payload})
     assert encoded == generic
-    decoded = protocol.decode(encoded[4:])
+    decoded = protocol.decode(encoded[4:], tasks=True)
     assert decoded == _strict(encoded[4:])
     strict_task = _strict(encoded[4:])["task"]
     if isinstance(strict_task, list):  # ints stay ints and floats floats, whichever path decoded them
@@ -514,7 +514,7 @@ def test_integers_past_the_fast_paths_digits_take_the_generic_encoder():
     payload = (10**19, 1.5)
     generic = protocol.encode({"type": "task", "step": 0, "nonce": 1, "task": payload})
     assert protocol.encode_task(0, payload, 1) == generic
-    assert protocol.decode(protocol.encode_task(0, payload, 1)[4:])["task"] == [10**19, 1.5]
+    assert protocol.decode(protocol.encode_task(0, payload, 1)[4:], tasks=True)["task"] == [10**19, 1.5]
 
 
 def test_nonces_one_at_a_time_are_fresh_across_batches():
@@ -536,4 +536,10 @@ def test_nonces_one_at_a_time_are_fresh_across_batches():
 def test_task_fast_paths_refuse_numbers_json_refuses(payload):
     """Red team, 2026-12-01: float() reads 1e400 as Infinity where the strict parser refuses it."""
     with pytest.raises(protocol.ProtocolError, match="does not fit in a finite float"):
-        protocol.decode(payload)
+        protocol.decode(payload, tasks=True)
+
+
+def test_the_workers_reads_never_take_the_task_fast_paths():
+    """A sandbox's frame shaped like a task costs the worker the strict parser only, and reads as it says."""
+    payload = protocol.encode_task(3, (12.5, 4, 20.0), 99)[4:]
+    assert protocol.decode(payload) == protocol.decode(payload, tasks=True) == _strict(payload)

@@ -183,7 +183,7 @@ def serve_episode(
         protocol.send(conn, reply, max_size=protocol.MAX_FRAME_FROM_SANDBOX)
 
     send({"type": "hello", "episode_id": episode_id, "token": token})
-    reader = protocol.FrameReader(conn, max_size=protocol.MAX_FRAME_TO_SANDBOX)
+    reader = protocol.FrameReader(conn, max_size=protocol.MAX_FRAME_TO_SANDBOX, tasks=True)
     start = reader.recv()
     if start["type"] != "start":
         return EXIT_PROTOCOL
