@@ -1,18 +1,20 @@
-"""Scoring: from per-episode mean completion times to one comparable number, with its uncertainty.
+"""Scoring: from per-episode values of a track's primary metric to one comparable number, with its uncertainty.
 
 Everything here is a pure function of numbers (numpy only), so the worker, the server and the SDK compute exactly
 the same scores. The pieces, in the order a score is built:
 
-1. Per episode, the lab's metric: the mean completion time over the episode's tasks (seconds, lower is better).
-2. Per scenario, ``scenario_ratio``: the submission's mean over the scenario's episodes divided by Greedy's mean
-   over the very same episodes. 1.0 is Greedy's level; 0.95 means 5% faster than Greedy on average.
+1. Per episode, the track's primary metric (positive, lower is better; layers-v1: the mean completion time over
+   the episode's tasks, in seconds).
+2. Per scenario, ``scenario_ratio``: the submission's mean over the scenario's episodes divided by the track's
+   reference baseline's mean over the very same episodes (layers-v1: Greedy's). 1.0 is the reference's level; 0.95
+   means 5% better than it on average.
 3. Overall, ``overall_score``: the weighted geometric mean of the scenario ratios. Lower is better.
 4. Uncertainty, ``bootstrap_interval`` and ``prob_better``: a paired bootstrap over episodes with a fixed seed.
 5. Leaderboard: ``ladder`` (show a public score only when it is a real improvement) and ``rank``.
 
 Why a ratio of means, not a mean of ratios: the ratio of means is what the lab reports (mean over test seeds,
 compared with Greedy's mean), it is symmetric (the ratio of A to B is exactly 1 / the ratio of B to A, which a
-mean of per-episode ratios is not), and it does not let a few easy episodes where Greedy is very fast dominate
+mean of per-episode ratios is not), and it does not let a few easy episodes where the reference is very good dominate
 the scenario. Episodes of one scenario share the same scale, so weighting them by their length is natural.
 
 Why a geometric mean across scenarios: scenarios differ in scale (5 or 20 nodes, different loads), and a 10%
@@ -34,57 +36,56 @@ FloatArray = npt.NDArray[np.float64]
 
 BOOTSTRAP_SEED = 20230126
 BOOTSTRAP_RESAMPLES = 2000
-REFERENCE = "Greedy"
 
 
 @dataclass(frozen=True)
 class ScenarioEpisodes:
-    """One scenario's per-episode mean completion times: the submission's and Greedy's, episode by episode.
+    """One scenario's per-episode primary metric: the submission's and the reference baseline's, episode by episode.
 
-    ``policy[i]`` and ``greedy[i]`` must come from the same episode; that pairing is what makes the comparison
+    ``policy[i]`` and ``reference[i]`` must come from the same episode; that pairing is what makes the comparison
     and the bootstrap fair.
     """
 
     name: str
     weight: float
     policy: tuple[float, ...]
-    greedy: tuple[float, ...]
+    reference: tuple[float, ...]
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.weight) and self.weight > 0):
             raise ValueError(f"scenario {self.name!r}: weight must be positive and finite, got {self.weight!r}")
-        if len(self.policy) != len(self.greedy):
+        if len(self.policy) != len(self.reference):
             raise ValueError(
-                f"scenario {self.name!r}: {len(self.policy)} policy episodes but {len(self.greedy)} Greedy episodes"
+                f"scenario {self.name!r}: {len(self.policy)} policy episodes but {len(self.reference)} "
+                "reference episodes"
             )
         if not self.policy:
             raise ValueError(f"scenario {self.name!r}: no episodes")
-        for label, values in (("policy", self.policy), ("greedy", self.greedy)):
+        for label, values in (("policy", self.policy), ("reference", self.reference)):
             for value in values:
                 if not (math.isfinite(value) and value > 0):
                     raise ValueError(
-                        f"scenario {self.name!r}: {label} mean completion times must be positive and finite, "
-                        f"got {value!r}"
+                        f"scenario {self.name!r}: {label} values must be positive and finite, got {value!r}"
                     )
 
 
 @dataclass(frozen=True)
 class Score:
-    """An overall score (lower is better, 1.0 = Greedy) with its per-scenario ratios."""
+    """An overall score (lower is better, 1.0 = the reference baseline) with its per-scenario ratios."""
 
     overall: float
     ratios: dict[str, float]
 
 
-def scenario_ratio(policy: Sequence[float], greedy: Sequence[float]) -> float:
-    """Mean of the submission's per-episode means over the mean of Greedy's, on the same episodes.
+def scenario_ratio(policy: Sequence[float], reference: Sequence[float]) -> float:
+    """Mean of the submission's per-episode means over the mean of the reference baseline's, on the same episodes.
 
     >>> scenario_ratio([50.0, 70.0], [60.0, 60.0])
     1.0
     """
-    if len(policy) != len(greedy) or not policy:
-        raise ValueError(f"need the same non-zero number of episodes, got {len(policy)} and {len(greedy)}")
-    return float(np.mean(policy) / np.mean(greedy))
+    if len(policy) != len(reference) or not policy:
+        raise ValueError(f"need the same non-zero number of episodes, got {len(policy)} and {len(reference)}")
+    return float(np.mean(policy) / np.mean(reference))
 
 
 def overall_score(ratios: Sequence[float], weights: Sequence[float]) -> float:
@@ -105,32 +106,34 @@ def overall_score(ratios: Sequence[float], weights: Sequence[float]) -> float:
 
 
 def score(scenarios: Sequence[ScenarioEpisodes]) -> Score:
-    """Per-scenario ratios to Greedy and their weighted geometric mean."""
-    ratios = {sc.name: scenario_ratio(sc.policy, sc.greedy) for sc in scenarios}
+    """Per-scenario ratios to the reference baseline and their weighted geometric mean."""
+    ratios = {sc.name: scenario_ratio(sc.policy, sc.reference) for sc in scenarios}
     return Score(overall_score(list(ratios.values()), [sc.weight for sc in scenarios]), ratios)
 
 
 def pair_episodes(
     weights: Mapping[str, float],
     policy: Mapping[tuple[str, str], float],
-    greedy: Mapping[tuple[str, str], float],
+    reference: Mapping[tuple[str, str], float],
 ) -> list[ScenarioEpisodes]:
-    """Group per-episode means keyed by (scenario, episode id) into ``ScenarioEpisodes``, paired with Greedy.
+    """Group per-episode values keyed by (scenario, episode id) into ``ScenarioEpisodes``, paired with the
+    reference baseline's.
 
-    Every episode Greedy has (within the scenarios of ``weights``) must be in ``policy``, and nothing else: a
+    Every episode the reference has (within the scenarios of ``weights``) must be in ``policy``, and nothing else: a
     missing episode raises ``ValueError`` naming it rather than silently scoring on fewer episodes.
     """
-    extra = sorted(set(policy) - set(greedy))
+    extra = sorted(set(policy) - set(reference))
     if extra:
-        raise ValueError(f"policy has episode {extra[0]!r}, which Greedy does not have")
+        raise ValueError(f"policy has episode {extra[0]!r}, which the reference does not have")
     out = []
     for name, weight in weights.items():
-        keys = sorted(k for k in greedy if k[0] == name)
+        keys = sorted(k for k in reference if k[0] == name)
         missing = [k for k in keys if k not in policy]
         if missing:
             raise ValueError(f"policy has no result for episode {missing[0]!r}")
         if keys:
-            out.append(ScenarioEpisodes(name, weight, tuple(policy[k] for k in keys), tuple(greedy[k] for k in keys)))
+            mine, theirs = tuple(policy[k] for k in keys), tuple(reference[k] for k in keys)
+            out.append(ScenarioEpisodes(name, weight, mine, theirs))
     if not out:
         raise ValueError(f"no episodes of scenarios {sorted(weights)} in the results")
     return out
@@ -145,24 +148,24 @@ def _resampled_scores(
     """Overall scores of each submission on ``n_resamples`` bootstrap resamples: shape (submissions, resamples).
 
     Episodes are resampled with replacement *within* each scenario, and the same indices are used for every
-    submission and for Greedy (a paired bootstrap): the episode-to-episode variation shared by all policies,
+    submission and for the reference (a paired bootstrap): the episode-to-episode variation shared by all policies,
     which is most of it, cancels out.
     """
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
     first = submissions[0]
     for other in submissions[1:]:
-        if [(s.name, s.weight, s.greedy) for s in other] != [(s.name, s.weight, s.greedy) for s in first]:
-            raise ValueError("submissions must be scored on the same scenarios and the same Greedy episodes")
+        if [(s.name, s.weight, s.reference) for s in other] != [(s.name, s.weight, s.reference) for s in first]:
+            raise ValueError("submissions must be scored on the same scenarios and the same reference episodes")
     rng = np.random.default_rng(seed)
     weights = np.array([s.weight for s in first])
     log_ratios = np.empty((len(submissions), n_resamples, len(first)))
     for j, sc in enumerate(first):
-        n = len(sc.greedy)
+        n = len(sc.reference)
         idx = rng.integers(0, n, size=(n_resamples, n))
-        greedy_mean = np.asarray(sc.greedy)[idx].mean(axis=1)
+        reference_mean = np.asarray(sc.reference)[idx].mean(axis=1)
         for i, sub in enumerate(submissions):
-            log_ratios[i, :, j] = np.log(np.asarray(sub[j].policy)[idx].mean(axis=1) / greedy_mean)
+            log_ratios[i, :, j] = np.log(np.asarray(sub[j].policy)[idx].mean(axis=1) / reference_mean)
     result: npt.NDArray[np.float64] = np.exp(log_ratios @ weights / weights.sum())
     return result
 

@@ -640,7 +640,7 @@ def test_baseline_scores_are_ratios_to_greedy(tmp_path: Path) -> None:
     kube = {(r.scenario, r.episode): r.mean_completion for r in records["Kube"]}
     greedy = {(r.scenario, r.episode): r.mean_completion for r in records["Greedy"]}
     assert pairs[0].policy == (kube[("lab-300", "seed2")],)
-    assert pairs[0].greedy == (greedy[("lab-300", "seed2")],)
+    assert pairs[0].reference == (greedy[("lab-300", "seed2")],)
     with pytest.raises(ValueError, match=r"policy has no result for episode \('lab-300', 'seed0'\)"):
         evalset_module.paired_scenarios(es, records["Kube"][1:], records["Greedy"], "public")
 

@@ -80,17 +80,17 @@ def test_overall_score_errors(ratios: list[float], weights: list[float], message
     ("kwargs", "message"),
     [
         (
-            {"policy": (1.0,), "greedy": (1.0, 2.0)},
-            "scenario 's': 1 policy episodes but 2 Greedy episodes",
+            {"policy": (1.0,), "reference": (1.0, 2.0)},
+            "scenario 's': 1 policy episodes but 2 reference episodes",
         ),
-        ({"policy": (), "greedy": ()}, "scenario 's': no episodes"),
+        ({"policy": (), "reference": ()}, "scenario 's': no episodes"),
         (
-            {"policy": (math.nan,), "greedy": (1.0,)},
-            "scenario 's': policy mean completion times must be positive and finite, got nan",
+            {"policy": (math.nan,), "reference": (1.0,)},
+            "scenario 's': policy values must be positive and finite, got nan",
         ),
         (
-            {"policy": (1.0,), "greedy": (0.0,)},
-            "scenario 's': greedy mean completion times must be positive and finite, got 0.0",
+            {"policy": (1.0,), "reference": (0.0,)},
+            "scenario 's': reference values must be positive and finite, got 0.0",
         ),
     ],
     ids=["length-mismatch", "empty", "nan", "zero-greedy"],
@@ -128,7 +128,7 @@ def test_pair_episodes_aligns_by_episode_id() -> None:
         ({("a", "e0"): 1.0}, "policy has no result for episode ('a', 'e1')"),
         (
             {("a", "e0"): 1.0, ("a", "e1"): 1.0, ("a", "x"): 1.0},
-            "policy has episode ('a', 'x'), which Greedy does not have",
+            "policy has episode ('a', 'x'), which the reference does not have",
         ),
     ],
     ids=["missing", "extra"],
@@ -193,7 +193,7 @@ def test_prob_better_rejects_different_episodes() -> None:
     b = [ScenarioEpisodes("s", 1.0, (1.0,), (3.0,))]
     with pytest.raises(ValueError) as exc:
         prob_better(a, b)
-    assert str(exc.value) == "submissions must be scored on the same scenarios and the same Greedy episodes"
+    assert str(exc.value) == "submissions must be scored on the same scenarios and the same reference episodes"
 
 
 def test_difference_noise() -> None:
