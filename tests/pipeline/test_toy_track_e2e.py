@@ -7,8 +7,6 @@ import path, and a sandbox image with its package (``tests/worker/test_toy_track
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +16,7 @@ import pytest
 from layersched.server import admin
 from layersched.sim.tracks import load_track_module
 from tests.pipeline.stack import Stack, running_stack
+from tests.server.test_browser import chromium
 from tests.worker.test_toy_track_sandbox import toy_image  # noqa: F401  (the fixture)
 
 pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
@@ -60,22 +59,6 @@ def test_a_track_only_the_tests_know_runs_from_the_cli_to_the_leaderboard_page(s
     assert rows["ada"]["score"] == pytest.approx(rows["LeastLoaded"]["score"], abs=1e-12)
     assert rows["ada"]["score"] < 0.8
 
-    chromium = shutil.which("chromium") or "/usr/bin/chromium"
-    page = subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            f"--user-data-dir={tmp_path / 'chrome'}",
-            "--dump-dom",
-            f"{stack.api_url}/",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
+    page = chromium(tmp_path, "--dump-dom", f"{stack.api_url}/")  # the DOM a real browser built
     assert "least-loaded" in page and "toy-v1" in page and "per-scenario ratios to Random" in page
     assert "Greedy" not in page
