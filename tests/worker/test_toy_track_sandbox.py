@@ -115,23 +115,25 @@ def test_a_toy_action_out_of_range_is_the_tracks_invalid_action(sandbox, tmp_pat
         assert (outcome.step, outcome.n_actions, outcome.metrics) == (0, 0, None)
 
 
-def test_a_track_that_fails_on_a_reply_is_the_services_fault(monkeypatch, tmp_path):
-    load_track_module("tests.toy_track.broken")
-    monkeypatch.setenv("PYTHONPATH", str(REPO))
+def one_process_episode(tmp_path: Path, track_id: str):
+    """LeastLoaded's first toy episode in the process sandbox, on the toy scenario of track ``track_id``."""
     bundle = tmp_path / "policy.py"
     bundle.write_text(textwrap.dedent(LEAST_LOADED))
     with open_sandbox(bundle, backend="process") as session:
-        outcome = session.run_episode(EpisodeJob("toy", SCENARIO, EPISODES[0], 1, "toy-broken-v1"))
+        return session.run_episode(EpisodeJob("toy", SCENARIO, EPISODES[0], 1, track_id))
+
+
+def test_a_track_that_fails_on_a_reply_is_the_services_fault(monkeypatch, tmp_path):
+    load_track_module("tests.toy_track.broken")
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    outcome = one_process_episode(tmp_path, "toy-broken-v1")
     assert outcome.status == "infrastructure_error"
     assert outcome.message == "track toy-broken-v1: step 2: the check failed: KeyError('a bug in the track')"
 
 
 def test_a_sandbox_without_the_tracks_module_is_the_services_fault(monkeypatch, tmp_path):
     monkeypatch.delenv("PYTHONPATH", raising=False)  # the process sandbox's harness cannot import tests.toy_track
-    bundle = tmp_path / "policy.py"
-    bundle.write_text(textwrap.dedent(LEAST_LOADED))
-    with open_sandbox(bundle, backend="process") as session:
-        outcome = session.run_episode(EpisodeJob("toy", SCENARIO, EPISODES[0], 1, "toy-v1"))
+    outcome = one_process_episode(tmp_path, "toy-v1")
     assert outcome.status == "infrastructure_error"
     assert outcome.message.startswith(
         "the sandbox cannot build scenario 'toy' of track 'toy-v1' (module 'tests.toy_track'): TrackError("
@@ -141,10 +143,7 @@ def test_a_sandbox_without_the_tracks_module_is_the_services_fault(monkeypatch, 
 def test_a_track_whose_metrics_fail_is_the_services_fault(monkeypatch, tmp_path):
     load_track_module("tests.toy_track.unmeasurable")
     monkeypatch.setenv("PYTHONPATH", str(REPO))
-    bundle = tmp_path / "policy.py"
-    bundle.write_text(textwrap.dedent(LEAST_LOADED))
-    with open_sandbox(bundle, backend="process") as session:
-        outcome = session.run_episode(EpisodeJob("toy", SCENARIO, EPISODES[0], 1, "toy-unmeasurable-v1"))
+    outcome = one_process_episode(tmp_path, "toy-unmeasurable-v1")
     assert outcome.status == "infrastructure_error"
     assert outcome.message == "track toy-unmeasurable-v1: the metrics failed: ZeroDivisionError('a bug in the metrics')"
 
