@@ -464,30 +464,32 @@ class SandboxSession:
             return replay.finish(s.status, s.message, (s.stdout, s.stderr, s.stdout_dropped, s.stderr_dropped))
         return replay.play()
 
-    def _scenario_key(self, job: EpisodeJob) -> tuple[str, str]:
-        """(name, content hash); the hash costs milliseconds (the lab's serialises the catalog), so it is kept per
-        object. The hash covers the track: a scenario's content hash is its track's."""
+    def _content_hash(self, job: EpisodeJob) -> str:
+        """The job's scenario's content hash (its track's); it costs milliseconds (the lab's serialises the catalog),
+        so it is kept per object."""
         known = self._hashes.get(id(job.scenario))
         if known is None or known[0] is not job.scenario:
-            content_hash = f"{job.track}:{get_track(job.track).scenario_hash(job.scenario)}"
-            known = self._hashes[id(job.scenario)] = (job.scenario, content_hash)
-        return job.scenario_name, known[1]
+            known = self._hashes[id(job.scenario)] = (job.scenario, get_track(job.track).scenario_hash(job.scenario))
+        return known[1]
+
+    def _scenario_key(self, job: EpisodeJob) -> str:
+        """Name, track and content hash: what identifies a scenario to the simulators and the sandbox."""
+        return f"{job.scenario_name}\0{job.track}\0{self._content_hash(job)}"
 
     def _simulator(self, job: EpisodeJob) -> TrustedSimulator:
-        key = "\0".join(self._scenario_key(job))
+        key = self._scenario_key(job)
         simulator = self._simulators.get(key)
         if simulator is None:
             simulator = self._simulators[key] = get_track(job.track).simulator(job.scenario)
         return simulator
 
     def _send_scenario(self, job: EpisodeJob) -> None:
-        name, track_and_hash = self._scenario_key(job)
-        key = f"{name}\0{track_and_hash}"
+        key = self._scenario_key(job)
         if key in self._scenarios_sent:
             return
         assert self._ctl is not None
-        frame = scenario_frame(job.scenario_name, job.track, job.scenario)
-        content_hash = frame["hash"]
+        name, content_hash = job.scenario_name, self._content_hash(job)
+        frame = scenario_frame(name, job.track, job.scenario, content_hash)
         protocol.send(self._ctl, frame)
         reply = protocol.recv(
             self._ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=time.monotonic() + self.limits.startup_seconds

@@ -23,16 +23,17 @@ NONCE_ENV = "LAYERSCHED_START_NONCE"
 MAX_VALUE_CHARS = 200
 
 
-def scenario_frame(name: str, track_id: str, scenario: Any) -> dict[str, Any]:
+def scenario_frame(name: str, track_id: str, scenario: Any, content_hash: str | None = None) -> dict[str, Any]:
     """The ``scenario`` frame: which track (its id and the module that defines it, which the harness imports) and
-    the scenario as that track writes it, with the content hash the harness must compute from it again."""
+    the scenario as that track writes it, with the content hash the harness must compute from it again
+    (``content_hash``, when the caller has it already: a lab scenario's hash serialises its catalog)."""
     track = get_track(track_id)
     return {
         "type": "scenario",
         "name": name,
         "track": track_id,
         "module": track_module(track_id),
-        "hash": track.scenario_hash(scenario),
+        "hash": track.scenario_hash(scenario) if content_hash is None else content_hash,
         "scenario": track.scenario_to_wire(scenario),
     }
 
