@@ -42,6 +42,7 @@ from typing import Any, TextIO
 
 from layersched.sdk.bundle import ENTRY_POINT, Bundle
 from layersched.sim.tracks import Replica, Track, TrustedSimulator
+from layersched.sim.tracks.play import play_episode
 
 STDERR_TAIL_BYTES = 16 * 1024
 HEARTBEAT_S = 0.5  # how often the child says how far its episode got (the CLI's bar moves with it)
@@ -313,40 +314,6 @@ class _Sides:
         return sides
 
 
-def play_episode(
-    simulator: TrustedSimulator,
-    replica: Replica,
-    policy: Callable[..., Any],
-    workload: random.Random,
-    policy_rng: random.Random,
-) -> tuple[list[int], Any]:
-    """One episode as the server plays it: the track's trusted simulator decides what is valid and keeps the score,
-    the policy sees only the replica's view (which every decision starts from as the true state, whatever the policy
-    did to it before). Returns the accepted actions and the track's metrics record; ``PolicyError`` on an invalid
-    action. The calls are the sandbox's, in its order (worker/episode_process.py and the runner)."""
-    episode = simulator.episode(workload)
-    replica.start(episode.start_message())
-    payload = episode.first_decision()
-    actions: list[int] = []
-    announced: list[Any] = []
-    step = 0
-    while payload is not None:
-        value = replica.decide(policy, payload, step, policy_rng)
-        action = episode.check(value, step)
-        if replica.in_range(action):  # always, once checked; the sandbox updates before it hears the verdict
-            replica.accepted(action)
-        actions.append(action)
-        announced.clear()
-        payload = announced[0] if episode.advance(action, announced.append) else None
-        step += 1
-    return actions, episode.metrics()
-
-
-def contract_arguments(track: Track) -> str:
-    """What the policy is called with, as the track's contract names it (layers-v1: ``(env, task, rng)``)."""
-    return track.policy_arguments
-
-
 def _child_main(out: TextIO) -> int:
     from layersched.sdk.checks import check_policy
     from layersched.sdk.errors import PolicyCheckError
@@ -390,7 +357,7 @@ def _child_main(out: TextIO) -> int:
         watchdog.begin("the contract check", CONTRACT_DECISIONS)
         check_policy(policy, jobs[0].scenario, track=track.id, decide=watchdog.decide)
         watchdog.end()
-        send(kind="contract", ok=True, message=f"contract: policy{contract_arguments(track)} returned valid actions")
+        send(kind="contract", ok=True, message=f"contract: policy{track.policy_arguments} returned valid actions")
     except PolicyCheckError as exc:
         send(kind="contract", ok=False, message=str(exc))
         return 1
@@ -417,7 +384,7 @@ def _child_main(out: TextIO) -> int:
         seed = policy_seed(req.bundle_sha256, hashes[job.scenario_name], job.episode.id)
         _seed_globals(seed)
         base = {"scenario": job.scenario_name, "episode": job.episode.id}
-        watchdog.begin(f"episode {job.scenario_name}/{job.episode.id}", _decisions(track, job.scenario))
+        watchdog.begin(f"episode {job.scenario_name}/{job.episode.id}", track.decisions(job.scenario) or 0)
         simulator, replica = sides.of(job.scenario, hashes[job.scenario_name])
         try:
             actions, metrics = play_episode(simulator, replica, timed, job.episode.workload_rng(), random.Random(seed))
@@ -460,11 +427,6 @@ def _child_main(out: TextIO) -> int:
 def metric_values(track: Track, metrics: Any) -> dict[str, float]:
     """A metrics record's values by name, as episode messages carry them (``Track.metric_specs``)."""
     return {spec.name: getattr(metrics, spec.name) for spec in track.metric_specs}
-
-
-def _decisions(track: Track, scenario: Any) -> int:
-    """How many decisions an episode of ``scenario`` has, for the progress line; 0 where the track cannot say."""
-    return track.decisions(scenario) or 0
 
 
 def _child() -> int:

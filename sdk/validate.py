@@ -26,7 +26,6 @@ from layersched.sdk.checks import Finding, static_findings
 from layersched.sdk.errors import BundleError
 from layersched.sdk.localrun import (
     RunRequest,
-    contract_arguments,
     run_in_subprocess,
     run_in_worker_sandbox,
     stage_bundle,
@@ -204,7 +203,7 @@ def _interpret(report: ValidationReport, messages: list[dict[str, Any]], deadlin
                     if extra:
                         report.stderr_tail = (report.stderr_tail + "\n" + extra).strip()
         elif kind == "repeat" and not m["same"]:
-            arguments = contract_arguments(report.track) if report.track is not None else "its arguments"
+            arguments = report.track.policy_arguments if report.track is not None else "its arguments"
             report.findings.append(
                 Finding(
                     "warning",

@@ -518,10 +518,11 @@ def test_an_episode_played_as_the_sandbox_plays_it_is_greedys(change: str) -> No
     metrics, and every vandal of the sandbox contract the same: whatever it did to its view, it sees the truth."""
     import random
 
-    from layersched.sdk.localrun import _Sides, play_episode
+    from layersched.sdk.localrun import _Sides
     from layersched.sim.episode import trace_hash
     from layersched.sim.evalset import SAMPLE_PATH, load_evalset
     from layersched.sim.tracks import get_track
+    from layersched.sim.tracks.play import play_episode
 
     evalset = load_evalset(SAMPLE_PATH)
     track = get_track(evalset.track)
@@ -549,11 +550,12 @@ def test_validates_pieces_play_a_track_they_do_not_know(tmp_path: Path, monkeypa
     from types import SimpleNamespace
 
     from layersched.sdk.bundle import make_bundle
-    from layersched.sdk.localrun import _Sides, play_episode, run_in_worker_sandbox
+    from layersched.sdk.localrun import _Sides, run_in_worker_sandbox
     from layersched.sdk.validate import _score_rows, format_report
     from layersched.sim.episode import trace_hash
     from layersched.sim.episodes import EpisodeSpec
     from layersched.sim.tracks import load_track_module
+    from layersched.sim.tracks.play import play_episode
     from layersched.worker.sandbox.limits import SandboxLimits
     from tests.toy_track import ToyScenario
 

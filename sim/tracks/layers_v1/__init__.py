@@ -23,6 +23,7 @@ from layersched.sim.scenario import Scenario
 from layersched.sim.tracks.interface import MetricSpec, Policy, ScenarioEntry, Track
 from layersched.sim.tracks.layers_v1 import schema
 from layersched.sim.tracks.layers_v1.sandbox import LayersReplica, LayersSimulator, scenario_from_wire, scenario_to_wire
+from layersched.sim.tracks.play import play_episode
 
 CONTRACT = """\
 policy(env, task, rng) -> int: the index of the node that runs ``task``.
@@ -119,14 +120,13 @@ class LayersTrack:
         return [run_episode(env, policy, workload, policy_rng) for policy, policy_rng in policies]
 
     def check_policy(self, policy: Policy, scenario: Scenario) -> None:
-        """The first decisions of the seed-0 episode, played as the sandbox plays them (the policy gets the
-        replica's view, the trusted simulator checks each reply)."""
-        episode = self.simulator(scenario).episode(random.Random(0))
-        replica = self.replica(scenario)
-        replica.start(episode.start_message())
-        payload, rng = episode.first_decision(), random.Random(0)
-        for step in range(5):
-            reply = replica.decide(policy, payload, step, rng)
+        """The first decisions of the seed-0 episode, played as the sandbox plays them (``play_episode``); a float
+        reply gets its own hint, the rest the trusted check's verdict."""
+
+        steps = iter(range(1 << 62))  # the step of each call (the view's env.k is the policy's to change)
+
+        def no_floats(env: Any, task: Any, rng: random.Random) -> Any:
+            step, reply = next(steps), policy(env, task, rng)
             if isinstance(reply, float):
                 raise PolicyError(
                     f"step {step}: policy returned {reply!r} (float); return an int node index such as "
@@ -134,12 +134,10 @@ class LayersTrack:
                     step=step,
                     value=reply,
                 )
-            action = episode.check(reply, step)
-            replica.accepted(action)
-            announced: list[Any] = []
-            if not episode.advance(action, announced.append):
-                break
-            payload = announced[0]
+            return reply
+
+        simulator, replica = self.simulator(scenario), self.replica(scenario)
+        play_episode(simulator, replica, no_floats, random.Random(0), random.Random(0), max_decisions=5)
 
     def make_gym_env(self, scenario: Scenario | None = None) -> Any:
         from layersched.sim.gym_env import LayerSchedEnv  # gymnasium is optional
