@@ -18,7 +18,8 @@ from layersched.sdk.bundle import ENTRY_POINT, MAX_BYTES, MAX_FILES, MAX_UNPACKE
 from layersched.sdk.errors import PolicyCheckError
 from layersched.sdk.progress import format_bytes
 from layersched.sim.errors import PolicyError
-from layersched.sim.tracks import DEFAULT_TRACK_ID, get_track
+from layersched.sim.tracks import DEFAULT_TRACK_ID, Track, get_track
+from layersched.sim.tracks.signature import signature_problem
 
 Level = Literal["ok", "warning", "error"]
 
@@ -41,8 +42,9 @@ def limits_text() -> str:
     )
 
 
-def static_findings(bundle: Bundle) -> list[Finding]:
-    """Syntax of every ``.py`` file, the ``policy`` entry point, imports the sandbox lacks, size near the limit."""
+def static_findings(bundle: Bundle, track: Track) -> list[Finding]:
+    """Syntax of every ``.py`` file, the ``policy`` entry point (``track``'s arguments), imports the sandbox lacks,
+    size near the limit."""
     findings = [
         Finding(
             "ok",
@@ -71,7 +73,7 @@ def static_findings(bundle: Bundle) -> list[Finding]:
             findings.append(Finding("error", f"{name}: cannot be parsed: {exc}"))
     entry = bundle.entry_point.relative_to(root).as_posix()
     if entry in trees:
-        findings.extend(_entry_point_findings(entry, trees[entry]))
+        findings.extend(_entry_point_findings(entry, trees[entry], track))
     for name, tree in trees.items():
         for lineno, module in _unguarded_imports(tree):
             if _available(module, local):
@@ -154,26 +156,17 @@ def _catches_import_error(handler: ast.ExceptHandler) -> bool:
     return any(isinstance(n, ast.Name) and n.id in ("ImportError", "ModuleNotFoundError", "Exception") for n in names)
 
 
-def _entry_point_findings(entry: str, tree: ast.Module) -> list[Finding]:
+def _entry_point_findings(entry: str, tree: ast.Module, track: Track) -> list[Finding]:
+    contract = f"policy{track.policy_arguments}"
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "policy":
             if isinstance(node, ast.AsyncFunctionDef):
                 return [Finding("error", f"{entry}:{node.lineno}: policy is async; the contract is a plain function")]
             # The server's upload check (server/bundles.py) applies the same rule, so both refuse the same files.
-            args = node.args
-            positional = [*args.posonlyargs, *args.args]
-            required = len(positional) - len(args.defaults)
-            kw_required = any(default is None for default in args.kw_defaults)
-            if (args.vararg is None and len(positional) < 3) or required > 3 or kw_required:
-                shown = ", ".join(a.arg for a in [*positional, *args.kwonlyargs])
-                return [
-                    Finding(
-                        "error",
-                        f"{entry}:{node.lineno}: policy({shown}) must accept three positional arguments; "
-                        f"the contract is policy(env, task, rng) -> int",
-                    )
-                ]
-            return [Finding("ok", f"entry point: policy(env, task, rng) defined in {entry}:{node.lineno}")]
+            problem = signature_problem(node, track.policy_arguments)
+            if problem is not None:
+                return [Finding("error", f"{entry}:{node.lineno}: {problem} (track {track.id})")]
+            return [Finding("ok", f"entry point: {contract} defined in {entry}:{node.lineno}")]
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
             targets = node.targets
@@ -186,7 +179,7 @@ def _entry_point_findings(entry: str, tree: ast.Module) -> list[Finding]:
     return [
         Finding(
             "error",
-            f"{entry} defines no top-level `policy`; the contract is def policy(env, task, rng) -> int "
+            f"{entry} defines no top-level `policy`; the contract of track {track.id} is def {contract} "
             f"(a directory bundle needs it in {ENTRY_POINT})",
         )
     ]

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from layersched.sdk.checks import limits_text
-from layersched.sdk.config import LOGIN_HINT, load_config, normalise_server, save_config
+from layersched.sdk.config import LOGIN_HINT, load_config, normalise_server, save_config, track_modules
 from layersched.sdk.errors import AuthError, ConfigError, Forbidden, LayerschedError, WaitTimeout
 from layersched.sdk.progress import ProgressBar, format_bytes
 from layersched.sdk.validate import DEFAULT_DEADLINE_S
 from layersched.sim.cli import positive_float, positive_int
 from layersched.sim.errors import SimError
-from layersched.sim.tracks import DEFAULT_TRACK_ID, Track, TrackError, get_track, track_ids
+from layersched.sim.tracks import DEFAULT_TRACK_ID, Track, TrackError, get_track, load_track_module, track_ids
 
 if TYPE_CHECKING:  # imported where used: `layersched --help` need not load httpx
     from layersched.sdk.client import Client
@@ -296,6 +296,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``layersched`` console script; returns the exit code."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    try:  # before parsing: `init --track` and the checks must know an organiser's own tracks
+        for module in track_modules():
+            load_track_module(module)
+    except (LayerschedError, SimError) as exc:
+        return _fail(str(exc))
     if args_list[:1] == ["sim"]:  # everything after `sim` belongs to the simulator's own parser
         return _run_sim(args_list[1:])
     parser = build_parser()
@@ -437,7 +442,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from layersched.sdk.validate import format_report, static_check, validate
 
     if args.static:
-        report = static_check(args.path)
+        report = static_check(args.path, _evalset_track(args.evalset))
     else:
         bar = ProgressBar("episodes")
 
@@ -468,6 +473,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def _evalset_track(name: str | None) -> Track:
+    """The track of the evaluation set ``validate --evalset`` names (default: the sample's)."""
+    from layersched.sim.evalset import evalset_file, load_evalset
+
+    return get_track(load_evalset(evalset_file(name if name is not None else "sample")).track)
+
+
 def cmd_submit(args: argparse.Namespace) -> int:
     from layersched.sdk.client import Client, Submission
 
@@ -478,7 +490,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         # The server's refusals first (token, quota, closed uploads): they need no bundle, and bundling a large
         # policy takes seconds.
         _check_allowance(client)
-        bundle = _checked_bundle(args.path, skip_checks=args.skip_checks)
+        bundle = _checked_bundle(args.path, skip_checks=args.skip_checks, track=_server_track(client))
         name = args.name or _default_name(args.path)
         with ProgressBar("upload", len(bundle.data), unit="bytes") as bar:
             submission = client.submit(
@@ -506,11 +518,24 @@ def cmd_submit(args: argparse.Namespace) -> int:
     return 0 if final.state == "succeeded" else 1
 
 
-def _checked_bundle(path: Path, *, skip_checks: bool) -> Any:
-    """The bundle of ``path`` once the local static checks pass (or are skipped); their warnings go to stderr."""
+def _server_track(client: Any) -> Track:
+    """The track submissions are scored on now: that of the server's current set."""
+    track_id = client.current_evalset().track
+    try:
+        return get_track(track_id)
+    except TrackError:
+        raise LayerschedError(
+            f"the server scores track {track_id!r}, which this installation does not know (known: "
+            f"{', '.join(track_ids())}); install the organisers' track module and name it in LAYERSCHED_TRACK_MODULES"
+        ) from None
+
+
+def _checked_bundle(path: Path, *, skip_checks: bool, track: Track) -> Any:
+    """The bundle of ``path`` once the local static checks of ``track``'s contract pass (or are skipped); their
+    warnings go to stderr."""
     from layersched.sdk.validate import static_check
 
-    report = static_check(path)
+    report = static_check(path, track)
     if report.bundle is None:  # bundling itself failed: nothing to upload
         raise LayerschedError(report.findings[-1].message)
     bundle = report.bundle

@@ -24,6 +24,8 @@ APP_NAME = "layersched"
 ENV_SERVER = "LAYERSCHED_SERVER"
 ENV_TOKEN = "LAYERSCHED_TOKEN"
 ENV_CONFIG = "LAYERSCHED_CONFIG"
+# The same variable as the server's and the worker's (Settings.track_modules): tracks besides the built-in ones.
+ENV_TRACK_MODULES = "LAYERSCHED_TRACK_MODULES"
 
 # The API's path on the server; a URL copied with it (``https://host/api/v1``) names the same server.
 API_PATH = "/api/v1"
@@ -100,6 +102,22 @@ def load_config(environ: Mapping[str, str] | None = None) -> Config:
         token=token,
         source=" and ".join(sources) if sources else str(path),
     )
+
+
+def track_modules(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The modules ``LAYERSCHED_TRACK_MODULES`` lists (a JSON list of module names, as the server reads it)."""
+    text = (os.environ if environ is None else environ).get(ENV_TRACK_MODULES, "").strip()
+    if not text:
+        return ()
+    try:
+        names = json.loads(text)
+    except ValueError:
+        names = None
+    if not isinstance(names, list) or not all(isinstance(name, str) and name for name in names):
+        raise ConfigError(
+            f'{ENV_TRACK_MODULES} must be a JSON list of module names such as ["my_tracks.toy"], got {text!r:.120}'
+        )
+    return tuple(names)
 
 
 def save_config(server: str, token: str, environ: Mapping[str, str] | None = None) -> Path:

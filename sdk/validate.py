@@ -31,7 +31,7 @@ from layersched.sdk.localrun import (
     stage_bundle,
     worker_sandbox_available,
 )
-from layersched.sim.tracks import Track, get_track, track_module
+from layersched.sim.tracks import DEFAULT_TRACK_ID, Track, get_track, track_module
 from layersched.worker.sandbox.limits import SandboxLimits
 
 # The sandbox's budgets, which are the server's defaults (server/config.py; tests/sdk/test_validate.py checks it):
@@ -78,15 +78,16 @@ class ValidationReport:
         return next((r.score for r in self.rows if r.name == POLICY_ROW), None)
 
 
-def static_check(path: str | Path) -> ValidationReport:
-    """Step 1 only: bundle, syntax, entry point, imports. Used by ``submit`` before it uploads."""
+def static_check(path: str | Path, track: Track | None = None) -> ValidationReport:
+    """Step 1 only: bundle, syntax, entry point (the contract of ``track``, default the default track's),
+    imports. Used by ``submit`` before it uploads."""
     report = ValidationReport(Path(path).resolve())
     try:
         report.bundle = make_bundle(path)
     except BundleError as exc:
         report.findings.append(Finding("error", str(exc)))
         return report
-    report.findings.extend(static_findings(report.bundle))
+    report.findings.extend(static_findings(report.bundle, track or get_track(DEFAULT_TRACK_ID)))
     return report
 
 
@@ -108,14 +109,14 @@ def validate(
     """
     from layersched.sim.evalset import evalset_file, load_evalset
 
-    report = static_check(path)
+    evalset_at = evalset_file(evalset_path if evalset_path is not None else "sample").resolve()
+    evalset = load_evalset(evalset_at)
+    track = get_track(evalset.track)
+    report = static_check(path, track)
+    report.evalset_name, report.track = evalset.name, track
     if not report.ok or report.bundle is None:
         return report
     bundle = report.bundle
-    evalset_at = evalset_file(evalset_path if evalset_path is not None else "sample").resolve()
-    evalset = load_evalset(evalset_at)
-    report.evalset_name = evalset.name
-    track = report.track = get_track(evalset.track)
     jobs = evalset.jobs("public")[:max_episodes] if max_episodes is not None else evalset.jobs("public")
     sandbox = worker_sandbox_available() if use_worker_sandbox is None else use_worker_sandbox
     limits = SandboxLimits(

@@ -24,11 +24,10 @@ from typing import Literal
 
 from layersched.server import archives
 from layersched.server.errors import InvalidBundle, InvalidPolicy
+from layersched.sim.tracks.signature import signature_problem
 
 BundleFormat = Literal["py", "zip", "tar.gz"]
 ENTRY_POINT = "policy.py"
-# The policy is called as policy(env, task, rng).
-POLICY_ARGS = 3
 
 
 @dataclass(frozen=True)
@@ -51,12 +50,17 @@ def detect_format(filename: str) -> BundleFormat:
     raise InvalidBundle(f"bundle {filename!r} must be a .py, .zip, .tar.gz or .tgz file")
 
 
-def inspect_bundle(data: bytes, filename: str, *, max_files: int, max_unpacked_bytes: int) -> BundleInfo:
-    """Check an uploaded bundle and its policy; raises InvalidBundle or InvalidPolicy naming what is wrong."""
+def inspect_bundle(
+    data: bytes, filename: str, *, policy_arguments: str, max_files: int, max_unpacked_bytes: int
+) -> BundleInfo:
+    """Check an uploaded bundle and its policy, whose ``def`` must take ``policy_arguments`` (the track's, such as
+    ``"(env, task, rng)"``); raises InvalidBundle or InvalidPolicy naming what is wrong."""
     fmt = detect_format(filename)
     sha256 = hashlib.sha256(data).hexdigest()
     if fmt == "py":
-        check_policy_source(data, filename=PurePosixPath(filename).name or ENTRY_POINT)
+        check_policy_source(
+            data, filename=PurePosixPath(filename).name or ENTRY_POINT, policy_arguments=policy_arguments
+        )
         return BundleInfo(fmt, sha256, len(data), ENTRY_POINT, (ENTRY_POINT,))
     limits = archives.Limits(max_files, max_unpacked_bytes)
     files = archives.check_members(archives.members(data, fmt, limits), limits)
@@ -67,7 +71,7 @@ def inspect_bundle(data: bytes, filename: str, *, max_files: int, max_unpacked_b
     for name, content in archives.file_contents(data, fmt, limits):
         if name == entry:
             source = content
-    check_policy_source(source, filename=entry)
+    check_policy_source(source, filename=entry, policy_arguments=policy_arguments)
     return BundleInfo(fmt, sha256, len(data), entry, tuple(files))
 
 
@@ -83,8 +87,8 @@ def find_entry_point(files: list[str] | tuple[str, ...]) -> str:
     raise InvalidPolicy(f"the archive has no {ENTRY_POINT} at its root or in its single top-level folder")
 
 
-def check_policy_source(source: bytes, *, filename: str) -> None:
-    """Parse (never run) a policy module; it must bind a top-level ``policy`` taking (env, task, rng)."""
+def check_policy_source(source: bytes, *, filename: str, policy_arguments: str) -> None:
+    """Parse (never run) a policy module; it must bind a top-level ``policy`` taking ``policy_arguments``."""
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as exc:
@@ -97,11 +101,13 @@ def check_policy_source(source: bytes, *, filename: str) -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "policy":
             if isinstance(node, ast.AsyncFunctionDef):
                 raise InvalidPolicy(f"{filename} line {node.lineno}: policy must be a plain function, not async")
-            _check_signature(node, filename)
+            problem = signature_problem(node, policy_arguments)
+            if problem is not None:
+                raise InvalidPolicy(f"{filename} line {node.lineno}: {problem}")
             return
         if _binds_policy(node):
             return  # e.g. policy = make_policy(): the signature is checked when the sandbox imports it
-    raise InvalidPolicy(f"{filename} defines no top-level function 'policy(env, task, rng)'")
+    raise InvalidPolicy(f"{filename} defines no top-level function 'policy{policy_arguments}'")
 
 
 def _binds_policy(node: ast.stmt) -> bool:
@@ -112,19 +118,6 @@ def _binds_policy(node: ast.stmt) -> bool:
     if isinstance(node, ast.ImportFrom | ast.Import):
         return any((alias.asname or alias.name) == "policy" for alias in node.names)
     return False
-
-
-def _check_signature(node: ast.FunctionDef, filename: str) -> None:
-    args = node.args
-    positional = len(args.posonlyargs) + len(args.args)
-    required = positional - len(args.defaults)
-    kw_required = sum(1 for d in args.kw_defaults if d is None)
-    accepts = (positional >= POLICY_ARGS or args.vararg is not None) and required <= POLICY_ARGS
-    if not accepts or kw_required:
-        shown = ", ".join(a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs])
-        raise InvalidPolicy(
-            f"{filename} line {node.lineno}: policy({shown}) must accept three positional arguments (env, task, rng)"
-        )
 
 
 def bundle_path(bundle_dir: Path, sha256: str) -> Path:
@@ -152,7 +145,9 @@ def store_bundle(data: bytes, *, bundle_dir: Path) -> Path:
     return target
 
 
-def unpack_bundle(path: Path, *, fmt: BundleFormat, dest: Path, max_files: int, max_unpacked_bytes: int) -> Path:
+def unpack_bundle(
+    path: Path, *, fmt: BundleFormat, dest: Path, policy_arguments: str, max_files: int, max_unpacked_bytes: int
+) -> Path:
     """Unpack a stored bundle into ``dest`` (for the worker) after the same checks; returns the entry point's path.
 
     The checks run again because the file on disk is not trusted more than the upload was. A bad archive raises
@@ -161,7 +156,9 @@ def unpack_bundle(path: Path, *, fmt: BundleFormat, dest: Path, max_files: int, 
     """
     data = path.read_bytes()
     name = {"py": "policy.py", "zip": "bundle.zip", "tar.gz": "bundle.tar.gz"}[fmt]
-    checked = inspect_bundle(data, name, max_files=max_files, max_unpacked_bytes=max_unpacked_bytes)
+    checked = inspect_bundle(
+        data, name, policy_arguments=policy_arguments, max_files=max_files, max_unpacked_bytes=max_unpacked_bytes
+    )
     dest.mkdir(parents=True, exist_ok=True)
     if fmt == "py":
         (dest / ENTRY_POINT).write_bytes(data)

@@ -12,7 +12,8 @@ Hierarchy (HTTP status and ``code`` of the error body in brackets)::
     ├── InvalidPolicy                  [422 invalid_policy] the entry point does not parse or lacks ``policy``
     ├── QuotaExceeded                  [429 quota_exceeded] the daily submission quota is used up
     ├── TooManyInFlight                [429 too_many_in_flight]
-    └── StorageUnavailable             [503 storage_unavailable] the bundle store cannot be written
+    ├── StorageUnavailable             [503 storage_unavailable] the bundle store cannot be written
+    └── TrackUnavailable               [503 track_unavailable] a set's track is not registered in this process
 
 Every message is one sentence naming the offending value. ``error_response`` writes the body every error has,
 ``{"error": {"code": ..., "message": ...}}``, also for errors raised outside a route (a middleware's 401 or 413).
@@ -81,6 +82,11 @@ class TooManyInFlight(ServiceError):
 class StorageUnavailable(ServiceError):
     status = 503
     code = "storage_unavailable"
+
+
+class TrackUnavailable(ServiceError):
+    status = 503
+    code = "track_unavailable"
 
 
 class Unauthorized(ServiceError):

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from layersched.sim.tracks import DEFAULT_TRACK_ID, get_track, load_track_module
+from layersched.server.errors import TrackUnavailable
+from layersched.sim.tracks import DEFAULT_TRACK_ID, Track, TrackError, get_track, load_track_module, track_ids
 
 
 def load_tracks(modules: Iterable[str]) -> None:
@@ -19,9 +20,21 @@ def load_tracks(modules: Iterable[str]) -> None:
         load_track_module(module)
 
 
+def server_track(track_id: str) -> Track:
+    """The track of a registered set; one this process does not know (its module was listed when the set was
+    registered, not when this server started) is the service's misconfiguration, said as such."""
+    try:
+        return get_track(track_id)
+    except TrackError:
+        raise TrackUnavailable(
+            f"the evaluation set's track {track_id!r} is not known to this server (known: {', '.join(track_ids())}); "
+            "the organisers must name its module in LAYERSCHED_TRACK_MODULES and restart it"
+        ) from None
+
+
 def track_fields(track_id: str) -> dict[str, str]:
     """``track``, ``track_title`` and ``reference_baseline`` of ``track_id``, as the API's bodies carry them."""
-    track = get_track(track_id)
+    track = server_track(track_id)
     return {"track": track.id, "track_title": track.title, "reference_baseline": track.reference_baseline}
 
 

@@ -285,6 +285,7 @@ def run_evaluation(
                     stored,
                     fmt=submission.bundle_format,  # type: ignore[arg-type]
                     dest=Path(tmp) / "bundle",
+                    policy_arguments=get_track(evalset.track).policy_arguments,
                     max_files=settings.max_files,
                     max_unpacked_bytes=settings.max_unpacked_bytes,
                 )

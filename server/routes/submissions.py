@@ -8,6 +8,7 @@ from layersched.server import bundles, leaderboard, presenters, queue, storage, 
 from layersched.server.deps import CurrentUser, EnqueuerDep, PageDep, RowId, SessionDep, SettingsDep
 from layersched.server.errors import BundleTooLarge, StorageUnavailable
 from layersched.server.schemas import NO_NUL, SubmissionLogs, SubmissionPublic, SubmissionsPublic
+from layersched.server.tracks import server_track
 from layersched.server.upload_checks import check_upload_allowed
 
 router = APIRouter(prefix="/submissions", tags=["participants"])
@@ -33,7 +34,11 @@ def create_submission(
     evalset = check_upload_allowed(session=session, user=user, settings=settings)
     data = _read_limited(file, settings.max_bundle_bytes)
     info = bundles.inspect_bundle(
-        data, file.filename or "", max_files=settings.max_files, max_unpacked_bytes=settings.max_unpacked_bytes
+        data,
+        file.filename or "",
+        policy_arguments=server_track(evalset.track).policy_arguments,
+        max_files=settings.max_files,
+        max_unpacked_bytes=settings.max_unpacked_bytes,
     )
     # Checked again under the participant's row lock (held until create_submission commits): the first check refuses
     # before the bundle is inspected, this one makes a burst of concurrent uploads count exactly. Neither runs before

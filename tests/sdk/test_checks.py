@@ -13,10 +13,11 @@ from layersched.sdk.errors import BundleError, PolicyCheckError
 from layersched.sim.baselines import BASELINES
 from layersched.sim.env import ClusterEnv
 from layersched.sim.scenario import NodeRanges, Scenario
-from layersched.sim.tracks import TrackError
+from layersched.sim.tracks import DEFAULT_TRACK_ID, TrackError, get_track
 from tests.server import stand_in_track
 
 README = Path(__file__).resolve().parents[2] / "README.md"
+LAB_TRACK = get_track(DEFAULT_TRACK_ID)
 
 
 def findings_for(tmp_path: Path, source: str, extra: dict[str, str] | None = None) -> list[Finding]:
@@ -25,7 +26,7 @@ def findings_for(tmp_path: Path, source: str, extra: dict[str, str] | None = Non
     (root / "policy.py").write_text(source)
     for name, text in (extra or {}).items():
         (root / name).write_text(text)
-    return [f for f in static_findings(make_bundle(root)) if not f.message.startswith("bundle:")]
+    return [f for f in static_findings(make_bundle(root), LAB_TRACK) if not f.message.startswith("bundle:")]
 
 
 def test_a_good_policy(tmp_path: Path) -> None:
@@ -49,24 +50,24 @@ def test_a_good_policy(tmp_path: Path) -> None:
             "def choose(env, task, rng):\n    return 0\n",
             Finding(
                 "error",
-                "policy.py defines no top-level `policy`; the contract is def policy(env, task, rng) -> int "
-                "(a directory bundle needs it in policy.py)",
+                "policy.py defines no top-level `policy`; the contract of track layers-v1 is "
+                "def policy(env, task, rng) (a directory bundle needs it in policy.py)",
             ),
         ),
         (
             "def policy(env, task):\n    return 0\n",
             Finding(
                 "error",
-                "policy.py:1: policy(env, task) must accept three positional arguments; the contract is "
-                "policy(env, task, rng) -> int",
+                "policy.py:1: policy(env, task) must accept three positional arguments (env, task, rng) "
+                "(track layers-v1)",
             ),
         ),
         (
             "def policy(env, task, rng, *, model):\n    return 0\n",
             Finding(
                 "error",
-                "policy.py:1: policy(env, task, rng, model) must accept three positional arguments; the contract is "
-                "policy(env, task, rng) -> int",
+                "policy.py:1: policy(env, task, rng, model) must accept three positional arguments (env, task, rng) "
+                "(track layers-v1)",
             ),
         ),
         (
@@ -176,16 +177,16 @@ def test_check_policy_leaves_the_decisions_to_the_track_and_keeps_its_own_checks
         calls.append(args)
         return policy(*args)
 
-    check_policy(lambda bins, item, rng: 0, 3, track="standin-v1", decide=decide)
-    assert [(bins, item) for bins, item, _rng in calls] == [([0, 1, 2], 0), ([0, 1, 2], 1)]
+    check_policy(lambda bins, rng: 0, 3, track="standin-v1", decide=decide)
+    assert [bins for bins, _rng in calls] == [[0, 1, 2], [0, 1, 2, 3]]
     with pytest.raises(PolicyCheckError) as exc:
-        check_policy(lambda bins, item, rng: 7, 3, track="standin-v1")
+        check_policy(lambda bins, rng: 7, 3, track="standin-v1")
     assert str(exc.value) == "step 0: policy returned 7; the stand-in wants 0"
     # The signature is bound before the track is asked anything.
     with pytest.raises(PolicyCheckError) as exc:
         check_policy(lambda bins: 0, 3, track="standin-v1")
     # ... as the track's contract names the arguments, not the lab's.
-    assert str(exc.value) == "policy(bins) cannot be called as policy(bins, item, rng): too many positional arguments"
+    assert str(exc.value) == "policy(bins) cannot be called as policy(bins, rng): too many positional arguments"
 
 
 def test_check_policy_names_an_unknown_track_and_a_seed_it_cannot_play() -> None:
@@ -242,7 +243,7 @@ def test_the_stated_limits_are_the_enforced_ones(tmp_path: Path, capsys: pytest.
 
 def test_the_report_states_the_limits(tmp_path: Path) -> None:
     (tmp_path / "policy.py").write_text("def policy(env, task, rng):\n    return 0\n")
-    first = static_findings(make_bundle(tmp_path / "policy.py"))[0]
+    first = static_findings(make_bundle(tmp_path / "policy.py"), LAB_TRACK)[0]
     assert first == Finding("ok", f"bundle: 1 file, 41 B (upload 41 B); limits: {limits_text()}")
 
 
@@ -257,7 +258,7 @@ def test_a_single_file_importing_its_sibling_is_an_error(tmp_path: Path, sibling
         "import json\nfrom helper import X\n\ndef policy(env, task, rng):\n    return X\n"
     )
     beside = tmp_path / sibling.split("/")[0]
-    assert static_findings(make_bundle(tmp_path / "mine.py"))[2:] == [
+    assert static_findings(make_bundle(tmp_path / "mine.py"), LAB_TRACK)[2:] == [
         Finding(
             "error",
             f"mine.py:2: imports 'helper' from {beside}, which is not in the bundle: a single .py file is bundled "

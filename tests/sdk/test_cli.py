@@ -189,9 +189,8 @@ def test_submit_waits_for_score_and_rank(
     assert [(r["rank"], r["participant"]) for r in board["rows"] if not r["baseline"]] == [(1, "alice")]
 
 
-def test_a_board_on_another_track_reads_as_ratios_to_its_reference(
-    capsys: pytest.CaptureFixture[str], live_server: LiveServer, worker_thread: Worker, policy_file: Path
-) -> None:
+def register_stand_in_set(live_server: LiveServer) -> None:
+    """The server's current set is now one on the stand-in track (two policy arguments, reference FirstFit)."""
     from layersched.server.admin import register_evalset
 
     stand_in_track.register()
@@ -203,8 +202,16 @@ def test_a_board_on_another_track_reads_as_ratios_to_its_reference(
         track="standin-v1",
         settings=live_server.settings,
     )
+
+
+def test_a_board_on_another_track_reads_as_ratios_to_its_reference(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, worker_thread: Worker, tmp_path: Path
+) -> None:
+    register_stand_in_set(live_server)
     login(capsys, live_server)
-    code, out, err = run(capsys, "submit", str(policy_file), "--name", "packer", "--poll", "0.1")
+    packer = tmp_path / "packer.py"
+    packer.write_text("def policy(bins, rng):\n    return 0\n")  # the stand-in's contract: two arguments
+    code, out, err = run(capsys, "submit", str(packer), "--name", "packer", "--poll", "0.1")
     assert code == 0, err
     assert "#1 succeeded: score 0.9800 (95% CI 0.9500-1.0100, ratio to FirstFit, lower is better), rank 1" in out
     outputs = [out, run(capsys, "status", "1")[1], run(capsys, "leaderboard")[1]]
@@ -217,6 +224,27 @@ def test_a_board_on_another_track_reads_as_ratios_to_its_reference(
         "Stand-in bin packing",
         "FirstFit",
     )
+
+
+def test_a_policy_for_another_track_is_refused_by_the_boards_contract(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path
+) -> None:
+    """The lab's three-argument policy on a board whose track takes two: the CLI's check and, past it, the
+    upload's both read the contract from the server's track, and nothing is queued."""
+    register_stand_in_set(live_server)
+    login(capsys, live_server)
+    code, out, err = run(capsys, "submit", str(policy_file))
+    assert (code, out) == (1, "")
+    assert error_line(err) == (
+        "error: not uploaded: first_fit.py:4: policy(env, task, rng) must accept two positional arguments "
+        "(bins, rng) (track standin-v1)"
+    )
+    code, _, err = run(capsys, "submit", str(policy_file), "--skip-checks", "--no-wait")
+    assert code == 1
+    assert "first_fit.py line 4: policy(env, task, rng) must accept two positional arguments (bins, rng)" in (
+        error_line(err)
+    )
+    assert live_server.worker.calls == []
 
 
 def test_submit_of_a_failing_policy_exits_1_with_the_reason(
@@ -789,6 +817,41 @@ def test_init_copies_the_kit_of_the_track_it_is_given(capsys: pytest.CaptureFixt
     layers = tmp_path / "layers"
     assert run(capsys, "init", str(layers), "--track", "layers-v1")[0] == 0
     assert (layers / "policy.py").read_bytes() == (REPO / "sdk" / "starter" / "policy.py").read_bytes()
+
+
+def test_the_cli_knows_the_tracks_layersched_track_modules_names(tmp_path: Path) -> None:
+    """A fresh process, as a student's shell: the organisers' track module named in LAYERSCHED_TRACK_MODULES (the
+    server's and the worker's variable) is known to `init --track` and to `validate --static --evalset`; a bad value
+    is one error line."""
+
+    def cli(*args: str, modules: str) -> subprocess.CompletedProcess[str]:
+        env = dict(
+            os.environ,
+            LAYERSCHED_TRACK_MODULES=modules,
+            LAYERSCHED_CONFIG=str(tmp_path / "c.json"),
+            PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])),
+        )
+        return subprocess.run(
+            [*_console_script(), *args], capture_output=True, text=True, env=env, timeout=120, check=False, cwd=REPO
+        )
+
+    made = cli("init", str(tmp_path / "kit"), "--track", "standin-v1", modules='["tests.server.stand_in_track"]')
+    assert made.returncode == 0, made.stderr
+    assert (tmp_path / "kit" / "policy.py").read_text().count("def policy(bins, rng)") == 1
+    lab_policy = tmp_path / "lab.py"
+    lab_policy.write_text("def policy(env, task, rng):\n    return 0\n")
+    toy_set = str(REPO / "tests" / "toy_track" / "evalset.toml")
+    checked = cli("validate", str(lab_policy), "--static", "--evalset", toy_set, modules='["tests.toy_track"]')
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "entry point: policy(loads, size, rng) defined in lab.py:1" in checked.stdout
+    for modules, message in [
+        ("tests.toy_track", "error: LAYERSCHED_TRACK_MODULES must be a JSON list of module names"),
+        ('["no_such_tracks"]', "error: track module 'no_such_tracks' cannot be imported: No module named"),
+    ]:
+        refused = cli("init", str(tmp_path / "other"), modules=modules)
+        assert refused.returncode == 1
+        assert refused.stderr.startswith(message), refused.stderr
+        assert "Traceback" not in refused.stderr and not (tmp_path / "other").exists()
 
 
 def test_init_of_an_unknown_track_lists_the_known_and_writes_nothing(

@@ -28,12 +28,13 @@ class StandInTrack:
     primary_metric = "makespan"
     metric_specs = (MetricSpec("makespan", "makespan", "s"),)
     starter = ("tests.server", "stand_in_starter")
-    policy_arguments = "(bins, item, rng)"
+    # Two arguments, unlike the lab's three: the upload's and validate's signature checks must read them from here.
+    policy_arguments = "(bins, rng)"
 
     def check_policy(self, policy: Policy, scenario: Any) -> None:
-        """Its contract: policy(bins, item, rng) -> 0, asked twice; ``scenario`` is the bins' count."""
+        """Its contract: policy(bins, rng) -> 0, asked twice; ``scenario`` is the bins' count."""
         for step in range(2):
-            reply = policy(list(range(scenario)), step, random.Random(step))
+            reply = policy(list(range(scenario + step)), random.Random(step))
             if reply != 0:
                 raise PolicyError(
                     f"step {step}: policy returned {reply!r}; the stand-in wants 0", step=step, value=reply

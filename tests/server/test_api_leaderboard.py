@@ -373,3 +373,20 @@ def test_without_the_ladder_the_owner_sees_the_raw_score(client: Any, alice: Acc
     lucky = entry(client, alice, db, 0.93)
     own = client.get(f"/api/v1/submissions/{lucky}", headers=alice.headers).json()
     assert (own["score"]["overall"], own["score_revealed"], own["rank"]) == (0.93, None, 1)
+
+
+def test_a_set_on_a_track_this_server_does_not_know_is_a_clear_503(client: Any, alice: Account, db: Session) -> None:
+    """A set registered by a process that had the track's module (LAYERSCHED_TRACK_MODULES) read by a server
+    started without it: every page of its board, and an upload, say what is missing instead of a 500."""
+    storage.register_evalset(
+        session=db, name="ghost", commitment="g" * 64, path="g.toml", scenarios=[], track="ghost-v1"
+    )
+    message = "the evaluation set's track 'ghost-v1' is not known to this server (known: "
+    for response in (client.get("/api/v1/leaderboard"), client.get("/api/v1/evalsets/current"), submit(client, alice)):
+        assert response.status_code == 503, response.text
+        body = response.json()["error"]
+        assert body["code"] == "track_unavailable"
+        assert body["message"].startswith(message) and "layers-v1" in body["message"], body
+        assert body["message"].endswith(
+            "the organisers must name its module in LAYERSCHED_TRACK_MODULES and restart it"
+        )

@@ -18,7 +18,7 @@ from layersched.server.app import create_app
 from layersched.server.body_limits import RequestBodyLimits
 from layersched.server.config import Settings
 
-from .conftest import POLICY, Account, Captured, TestClient, run_evaluation, submit
+from .conftest import POLICY, Account, Captured, TestClient, register_stand_in_set, run_evaluation, submit
 
 
 def error(response: Any) -> tuple[int, str, str]:
@@ -152,6 +152,26 @@ def test_submit_422(
 ) -> None:
     assert error(submit(client, alice, content, filename=filename)) == (422, code, message)
     assert enqueued.calls == []
+
+
+def test_the_upload_checks_the_current_sets_track_contract(
+    client: Any, alice: Account, enqueued: Captured, db: Session
+) -> None:
+    """A set on a track whose policy takes two arguments: the lab's three-argument policy is refused, naming the
+    track's contract; the track's own is accepted."""
+    register_stand_in_set(db)
+    assert error(submit(client, alice, POLICY)) == (
+        422,
+        "invalid_policy",
+        "policy.py line 1: policy(env, task, rng) must accept two positional arguments (bins, rng)",
+    )
+    assert error(submit(client, alice, b"def act(bins, rng):\n    return 0\n")) == (
+        422,
+        "invalid_policy",
+        "policy.py defines no top-level function 'policy(bins, rng)'",
+    )
+    assert enqueued.calls == []
+    assert submit(client, alice, b"def policy(bins, rng):\n    return 0\n").status_code == 201
 
 
 def test_submit_zip_slip_422(client: Any, alice: Account, settings: Settings) -> None:

@@ -28,7 +28,8 @@ from layersched.server.bundles import (
 from layersched.server.errors import InvalidBundle, InvalidPolicy
 
 POLICY = b"def policy(env, task, rng):\n    return 0\n"
-LIMITS = {"max_files": 5, "max_unpacked_bytes": 100_000}
+LAB_ARGUMENTS = "(env, task, rng)"  # the lab track's policy_arguments
+LIMITS = {"policy_arguments": LAB_ARGUMENTS, "max_files": 5, "max_unpacked_bytes": 100_000}
 
 
 def make_zip(members: list[tuple[str, bytes, int]]) -> bytes:
@@ -101,7 +102,7 @@ def test_archives(fmt: str, data: bytes, entry: str) -> None:
     ids=["plain", "default-extra", "varargs", "assigned", "imported", "latin1"],
 )
 def test_policy_forms_accepted(source: bytes) -> None:
-    check_policy_source(source, filename="policy.py")
+    check_policy_source(source, filename="policy.py", policy_arguments=LAB_ARGUMENTS)
 
 
 # ------------------------------------------------------------------------------------------------- refused policies
@@ -137,7 +138,7 @@ def test_policy_forms_accepted(source: bytes) -> None:
 )
 def test_policy_refused(source: bytes, message: str) -> None:
     with pytest.raises(InvalidPolicy) as caught:
-        check_policy_source(source, filename="policy.py")
+        check_policy_source(source, filename="policy.py", policy_arguments=LAB_ARGUMENTS)
     assert caught.value.message == message
 
 
@@ -431,7 +432,9 @@ BUILDERS = {"zip": zip_raw, "tar.gz": tar_gz}
 @pytest.mark.parametrize(("members", "message"), [u[1:] for u in UNPACKABLE], ids=[u[0] for u in UNPACKABLE])
 def test_unpackable_archives_refused(fmt: str, members: list[tuple[str, bytes]], message: str) -> None:
     with pytest.raises(InvalidBundle) as caught:
-        inspect_bundle(BUILDERS[fmt](members), f"b.{fmt}", max_files=10, max_unpacked_bytes=100_000)
+        inspect_bundle(
+            BUILDERS[fmt](members), f"b.{fmt}", policy_arguments=LAB_ARGUMENTS, max_files=10, max_unpacked_bytes=100_000
+        )
     assert caught.value.message == message
 
 
@@ -444,7 +447,7 @@ def test_worker_unpack_raises_only_invalid_bundle(
     stored = tmp_path / "stored"
     stored.write_bytes(BUILDERS[fmt](members))
     with pytest.raises(InvalidBundle) as caught:
-        unpack_bundle(stored, fmt=fmt, dest=tmp_path / "out", max_files=10, max_unpacked_bytes=100_000)  # type: ignore[arg-type]
+        unpack_bundle(stored, fmt=fmt, dest=tmp_path / "out", **{**LIMITS, "max_files": 10})  # type: ignore[arg-type]
     assert caught.value.message == message
 
 
@@ -463,11 +466,11 @@ def test_unpackable_edge_cases_accepted(
     tmp_path: Path, fmt: str, members: list[tuple[str, bytes]], files: tuple[str, ...]
 ) -> None:
     data = BUILDERS[fmt](members)
-    info = inspect_bundle(data, f"b.{fmt}", max_files=10, max_unpacked_bytes=100_000)
+    info = inspect_bundle(data, f"b.{fmt}", **{**LIMITS, "max_files": 10})
     assert info.files == files
     stored = tmp_path / "stored"
     stored.write_bytes(data)
-    entry = unpack_bundle(stored, fmt=fmt, dest=tmp_path / "out", max_files=10, max_unpacked_bytes=100_000)  # type: ignore[arg-type]
+    entry = unpack_bundle(stored, fmt=fmt, dest=tmp_path / "out", **{**LIMITS, "max_files": 10})  # type: ignore[arg-type]
     assert entry.read_bytes() == POLICY
     assert sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*") if p.is_file()) == sorted(
         files
@@ -652,7 +655,7 @@ from layersched.server.errors import ServiceError
 
 data = open(sys.argv[1], "rb").read()
 try:
-    inspect_bundle(data, sys.argv[2], max_files=100, max_unpacked_bytes=50_000_000)
+    inspect_bundle(data, sys.argv[2], policy_arguments="(env, task, rng)", max_files=100, max_unpacked_bytes=50_000_000)
     outcome = "accepted"
 except ServiceError as exc:
     outcome = exc.message

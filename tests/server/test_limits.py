@@ -17,8 +17,11 @@ from layersched.sdk import bundle as cli_bundle
 from layersched.server.bundles import inspect_bundle, store_bundle, unpack_bundle
 from layersched.server.config import Settings
 from layersched.server.errors import InvalidBundle
+from layersched.sim.tracks import DEFAULT_TRACK_ID, get_track
 from layersched.worker.pipeline import sandbox_limits
 from layersched.worker.sandbox.staging import stage_bundle
+
+LAB = get_track(DEFAULT_TRACK_ID).policy_arguments
 
 POLICY = b"def policy(env, task, rng):\n    return 0\n"
 
@@ -71,14 +74,25 @@ def test_a_bundle_at_the_unpacked_limit_is_accepted_unpacked_and_staged(
     limit = settings.max_unpacked_bytes
     at_limit = zip_of_zeros(limit)
     assert len(at_limit) < settings.max_bundle_bytes
-    inspect_bundle(at_limit, "b.zip", max_files=settings.max_files, max_unpacked_bytes=limit)
+    inspect_bundle(at_limit, "b.zip", policy_arguments=LAB, max_files=settings.max_files, max_unpacked_bytes=limit)
     stored = store_bundle(at_limit, bundle_dir=tmp_path / "store")
     entry = unpack_bundle(
-        stored, fmt="zip", dest=tmp_path / "unpacked", max_files=settings.max_files, max_unpacked_bytes=limit
+        stored,
+        fmt="zip",
+        dest=tmp_path / "unpacked",
+        policy_arguments=LAB,
+        max_files=settings.max_files,
+        max_unpacked_bytes=limit,
     )
     staged, _digest = stage_bundle(entry.parent, tmp_path / "run", sandbox_limits(settings))
     assert sum(p.stat().st_size for p in staged.rglob("*") if p.is_file()) == limit
 
     with pytest.raises(InvalidBundle) as caught:
-        inspect_bundle(zip_of_zeros(limit + 1), "b.zip", max_files=settings.max_files, max_unpacked_bytes=limit)
+        inspect_bundle(
+            zip_of_zeros(limit + 1),
+            "b.zip",
+            policy_arguments=LAB,
+            max_files=settings.max_files,
+            max_unpacked_bytes=limit,
+        )
     assert caught.value.message == "the archive unpacks to more than 50000000 bytes (at member 'weights.bin')"

@@ -1,5 +1,5 @@
 """The stand-in track's template (tests/server/stand_in_track.py): what `layersched init --track standin-v1` copies."""
 
 
-def policy(view, decision, rng):
+def policy(bins, rng):
     return 0
