@@ -157,3 +157,32 @@ def test_the_simulator_and_its_tracks_import_nothing_of_the_service() -> None:
     assert "layersched.sim.tracks.layers_v1.sandbox" in graph
     service = _reaching(graph, "layersched.sim", lambda t: not t.startswith("layersched.sim"))
     assert service == []
+
+
+def _reachable(graph: Mapping[str, set[str]], start: str) -> set[str]:
+    seen, stack = {start}, [start]
+    while stack:
+        for target in graph[stack.pop()] - seen:
+            seen.add(target)
+            stack.append(target)
+    return seen
+
+
+def test_the_image_holds_every_worker_module_the_harness_imports() -> None:
+    """The sandbox image copies a list of worker/sandbox modules (build_image.sh, the Dockerfile): a module the
+    harness imports that is missing from it fails only when a container starts, so the lists are checked here."""
+    import re
+
+    graph = import_graph(project_modules())
+    needed = {
+        module.removeprefix("layersched.worker.sandbox.") + ".py"
+        for module in _reachable(graph, "layersched.worker.sandbox.harness")
+        if module.startswith("layersched.worker.sandbox.")
+    } | {"__init__.py"}
+    script = (ROOT / "worker" / "sandbox" / "build_image.sh").read_text()
+    listed = re.search(r"^SANDBOX_MODULES=\(([^)]*)\)", script, re.MULTILINE)
+    assert listed is not None
+    dockerfile = (ROOT / "worker" / "sandbox" / "Dockerfile").read_text()
+    copied = set(re.findall(r"worker/sandbox/([a-z_]+\.py)", dockerfile))
+    assert set(listed.group(1).split()) == needed
+    assert copied == needed

@@ -190,6 +190,8 @@ class Track(ScenarioSchema, Protocol):
     contract: str
     # What ``policy`` is called with, as the contract names the arguments: ``"(env, task, rng)"`` for layers-v1.
     policy_arguments: str
+    # What a reply must be, as messages about a reply of the wrong type say it: "an int node index" for layers-v1.
+    action_description: str
     # Baselines by name, in the order boards list them; one of them is the reference scores are normalised to.
     baseline_names: tuple[str, ...]
     reference_baseline: str

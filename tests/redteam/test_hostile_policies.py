@@ -182,7 +182,7 @@ def _says(run: Run, text: str) -> None:
 
 def _forged_in_vain(outcome: EpisodeOutcome) -> None:
     forged, counted = outcome.stdout.splitlines()
-    assert forged == "forged in __main__: ['empty_scratch', '_others_alive', 'Harness._clean_up']"
+    assert forged == "forged in __main__: ['empty_scratch', 'others_alive', 'Harness._clean_up']"
     assert counted == "episodes before this one: 0"
 
 

@@ -18,6 +18,7 @@ from layersched.server.app import create_app
 from layersched.server.body_limits import RequestBodyLimits
 from layersched.server.config import Settings
 
+from . import stand_in_track
 from .conftest import POLICY, Account, Captured, TestClient, register_stand_in_set, run_evaluation, submit
 
 
@@ -171,7 +172,7 @@ def test_the_upload_checks_the_current_sets_track_contract(
         "policy.py defines no top-level function 'policy(bins, rng)'",
     )
     assert enqueued.calls == []
-    assert submit(client, alice, b"def policy(bins, rng):\n    return 0\n").status_code == 201
+    assert submit(client, alice, stand_in_track.POLICY).status_code == 201
 
 
 def test_submit_zip_slip_422(client: Any, alice: Account, settings: Settings) -> None:

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from layersched.server import storage
 
+from . import stand_in_track
 from .conftest import Account, register_stand_in_set, run_evaluation, score, submit
 
 
@@ -50,7 +51,7 @@ def test_a_board_on_another_track_names_its_reference_and_never_greedy(
     client: Any, alice: Account, db: Session
 ) -> None:
     register_stand_in_set(db)
-    body = submit(client, alice).json()  # evaluated on the current set: the stand-in track's
+    body = submit(client, alice, stand_in_track.POLICY).json()  # evaluated on the current set: the stand-in track's
     run_evaluation(db, body["evaluations"][0]["id"], public=0.9)
     pages = {
         "board": client.get("/").text,

@@ -112,6 +112,7 @@ class ToyTrack(IntegerScenarios):  # its evaluation-set schema: [[scenario]] tab
     title = "Toy load balancing (tests only)"
     contract = "policy(loads, size, rng) -> int: the machine (0..len(loads)-1) that gets the job of this size."
     policy_arguments = "(loads, size, rng)"
+    action_description = "an int machine index"
     baseline_names = ("Random", "LeastLoaded")
     reference_baseline = "Random"
     metric_specs = (MetricSpec("makespan", "largest machine load"), MetricSpec("mean_load", "mean machine load"))

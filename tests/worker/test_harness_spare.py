@@ -25,7 +25,8 @@ from layersched.sim.tracks.layers_v1.sandbox import nodes_to_wire
 from layersched.sim.workload import draw_episode
 from layersched.worker.sandbox import protocol
 from layersched.worker.sandbox.capture import Capture
-from layersched.worker.sandbox.harness import Harness, empty_scratch
+from layersched.worker.sandbox.harness import Harness
+from layersched.worker.sandbox.isolation import empty_scratch
 from layersched.worker.sandbox.wire import replica_from_frame, scenario_frame
 
 POLICIES = Path(__file__).parent / "policies"

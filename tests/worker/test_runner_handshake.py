@@ -14,8 +14,9 @@ import pytest
 
 from layersched.worker.sandbox import protocol
 from layersched.worker.sandbox.limits import SandboxLimits
+from layersched.worker.sandbox.reports import MAX_TRACEBACK_CHARS
 from layersched.worker.sandbox.run_dirs import SOCKET_NAME
-from layersched.worker.sandbox.runner import MAX_TRACEBACK_CHARS, SandboxSession
+from layersched.worker.sandbox.runner import SandboxSession
 
 POLICY = Path(__file__).parent / "policies" / "greedy"
 READY = {"type": "ready", "python": "3.11", "numpy": "2", "torch": None, "preloaded": [], "import_seconds": 0.1}
@@ -142,4 +143,4 @@ def test_only_a_sandbox_killed_from_outside_is_replayed(
         backend = session._backend
         assert isinstance(backend, Scripted)
         backend.running, backend.outside = running, outside
-        assert session._sandbox_end() == end
+        assert session.sandbox_end() == end

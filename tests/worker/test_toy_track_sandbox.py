@@ -115,6 +115,20 @@ def test_a_toy_action_out_of_range_is_the_tracks_invalid_action(sandbox, tmp_pat
         assert (outcome.step, outcome.n_actions, outcome.metrics) == (0, 0, None)
 
 
+FLOAT_REPLY = """
+    def policy(loads, size, rng):
+        return 0.5
+"""
+
+
+def test_a_reply_of_the_wrong_type_is_said_in_the_tracks_words(sandbox, tmp_path):
+    """The wire carries ints only; the message names what this track's replies are, not the lab's node index."""
+    _, outcomes = run(sandbox, tmp_path, FLOAT_REPLY)
+    for outcome in outcomes:
+        assert (outcome.status, outcome.step) == ("invalid_action", 0)
+        assert outcome.message == "step 0: policy returned 0.5 of type float, expected an int machine index"
+
+
 def one_process_episode(tmp_path: Path, track_id: str):
     """LeastLoaded's first toy episode in the process sandbox, on the toy scenario of track ``track_id``."""
     bundle = tmp_path / "policy.py"

@@ -24,7 +24,8 @@ REPO_NAME=layersched-sandbox
 SITE=usr/local/lib/python3.11/dist-packages
 PY="${PYTHON:-python3}"   # host Python 3.11: same bytecode magic as the image's 3.11.2, so .pyc files are valid
 # The worker's modules that run inside the sandbox (the harness and what it imports); the Dockerfile copies the same.
-SANDBOX_MODULES=(__init__.py harness.py episode_process.py capture.py cache_guard.py wire.py protocol.py)  # in worker/sandbox/
+# in worker/sandbox/:
+SANDBOX_MODULES=(__init__.py harness.py isolation.py preload.py episode_process.py capture.py cache_guard.py wire.py protocol.py)
 
 mkdir -p "$CACHE"
 exec 9>"$CACHE/.lock"

@@ -31,6 +31,7 @@ from docker.types import LogConfig, Mount
 
 from layersched.worker.sandbox.backend import BackendUnavailable
 from layersched.worker.sandbox.cache_guard import WARM_IMAGE_SCRIPT
+from layersched.worker.sandbox.isolation import cgroup_oom_kills
 from layersched.worker.sandbox.limits import SandboxLimits
 from layersched.worker.sandbox.run_dirs import SOCKET_NAME
 from layersched.worker.sandbox.wire import NONCE_ENV
@@ -256,19 +257,15 @@ class DockerBackend:
         if self.container is None:
             return None
         cid = self.container.id
-        for path, key in (
-            (f"/sys/fs/cgroup/memory/docker/{cid}/memory.oom_control", "oom_kill"),
-            (f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/memory.events", "oom_kill"),
-            (f"/sys/fs/cgroup/docker/{cid}/memory.events", "oom_kill"),
-        ):
-            try:
-                with open(path) as f:
-                    for line in f:
-                        name, _, value = line.partition(" ")
-                        if name == key:
-                            return int(value)
-            except (OSError, ValueError):
-                continue
+        kills = cgroup_oom_kills(
+            (
+                f"/sys/fs/cgroup/memory/docker/{cid}/memory.oom_control",
+                f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/memory.events",
+                f"/sys/fs/cgroup/docker/{cid}/memory.events",
+            )
+        )
+        if kills is not None:
+            return kills
         try:
             state = self._state()
         except BackendUnavailable:

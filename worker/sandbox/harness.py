@@ -29,15 +29,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import gc
 import os
 import platform
-import re
 import select
 import signal
 import socket
-import stat
 import sys
 import time
 from dataclasses import dataclass
@@ -46,8 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from layersched.sim.tracks import Replica, load_track_module
-from layersched.sim.tracks.registry import BUILTIN_MODULES
+from layersched.sim.tracks import Replica
 from layersched.worker.sandbox import protocol
 from layersched.worker.sandbox.cache_guard import forbid_cache_control
 from layersched.worker.sandbox.capture import Capture
@@ -56,21 +52,23 @@ from layersched.worker.sandbox.episode_process import (
     EXIT_OK,
     Imported,
     bind_stdio,
-    configure_torch,
     die_with_parent,
     import_policy,
     import_report,
     read_assignment,
-    seed_globals,
     serve_episode,
 )
+from layersched.worker.sandbox.isolation import (
+    SCRATCH_DIRS,
+    empty_scratch,
+    make_undumpable,
+    oom_kills,
+    others_alive,
+    trusted_import_path,
+)
+from layersched.worker.sandbox.preload import preload_site_modules, preload_tracks
 from layersched.worker.sandbox.wire import NONCE_ENV, replica_from_frame, sim_fingerprint
 
-# The container's writable places (tmpfs), emptied after every episode.
-SCRATCH_DIRS = ("/tmp", "/dev/shm")
-# Site packages the harness imports itself, before any episode, when the bundle imports them: then each episode's
-# fresh import of the policy finds them loaded (torch takes about 2 s to import; the policy module milliseconds).
-PRELOADABLE = ("torch",)
 # How long the processes of an ended episode get to disappear after SIGKILL before the sandbox counts as unclean.
 REAP_SECONDS = 2.0
 # The first episode process's report of its import: a small frame (its traceback is cut to 20,000 characters).
@@ -78,125 +76,6 @@ MAX_IMPORT_REPORT = 256 * 1024
 # A report pipe that closes without a report means the process is dying (the out-of-memory killer, an exit at
 # import): how long its end may take to show.
 REPORT_EXIT_SECONDS = 1.0
-_PR_SET_DUMPABLE = 4
-
-
-def make_undumpable() -> None:
-    """Forbid ptrace, ``/proc/<pid>/mem`` and ``pidfd_getfd`` of this process to other processes of its user (the
-    episode processes run as the same user). Its children inherit it, and may only undo it for themselves."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0)
-
-
-def preload_site_modules(bundle: Path) -> list[str]:
-    """Import the ``PRELOADABLE`` modules that the bundle's sources import and do not ship themselves; returns them.
-
-    A text search, not an import: the bundle's code must not run here. A policy that imports torch in a way the
-    search misses still works, its episodes only start slower.
-    """
-    wanted: set[str] = set()
-    for path in sorted(bundle.rglob("*.py"))[:1000]:
-        with contextlib.suppress(OSError):
-            source = path.read_bytes()
-            for name in PRELOADABLE:
-                if re.search(rb"^[ \t]*(?:import|from)[ \t][^\n]*\b" + name.encode() + rb"\b", source, re.MULTILINE):
-                    wanted.add(name)
-    loaded = []
-    for name in sorted(wanted):
-        if (bundle / f"{name}.py").exists() or (bundle / name).exists():
-            continue  # the bundle's own module of that name must win, as it would in-process
-        __import__(name)
-        loaded.append(name)
-    configure_torch()
-    if "torch" in loaded:
-        _warm_torch()
-    # numpy's first legacy seeding initialises lazily (about 8 ms); done once here, every episode's is microseconds.
-    seed_globals(0)
-    return loaded
-
-
-def _warm_torch() -> None:
-    """What a torch policy's import and first decision do the first time in a process (loading a state dict, a small
-    network's forward pass) initialises lazily: about 3 ms of every episode's import, paid once here instead. Our own
-    tensors only: no code of the participant runs."""
-    import io
-
-    import torch
-
-    net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.ReLU(), torch.nn.Linear(4, 1))
-    buffer = io.BytesIO()
-    torch.save(net.state_dict(), buffer)
-    for weights_only in (True, False):
-        buffer.seek(0)
-        net.load_state_dict(torch.load(buffer, weights_only=weights_only))
-    net.eval()
-    with torch.no_grad():
-        net(torch.from_numpy(np.zeros((2, 4), dtype=np.float32))).squeeze(1).double().numpy()
-        torch.rand(2, dtype=torch.float64).numpy()
-
-
-def empty_scratch(roots: tuple[str, ...]) -> bool:
-    """Delete everything under ``roots`` (symlinks are removed, never followed); False if something is left."""
-    clean = True
-    stack = list(roots)
-    folders: list[str] = []
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            clean = False
-            continue
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    os.chmod(entry.path, stat.S_IRWXU)  # a folder the policy made unreadable is still its own
-                    stack.append(entry.path)
-                    folders.append(entry.path)
-                else:
-                    os.unlink(entry.path)
-            except OSError:
-                clean = False
-    for folder in reversed(folders):  # children before their parents
-        try:
-            os.rmdir(folder)
-        except OSError:
-            clean = False
-    return clean
-
-
-def oom_kills() -> int | None:
-    """The container's OOM-kill counter (cgroup v1 or v2), or None outside a memory cgroup."""
-    for path, key in (
-        ("/sys/fs/cgroup/memory.events", "oom_kill"),
-        ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill"),
-    ):
-        try:
-            with open(path) as f:
-                for line in f:
-                    name, _, value = line.partition(" ")
-                    if name == key:
-                        return int(value)
-        except (OSError, ValueError):
-            continue
-    return None
-
-
-def _others_alive() -> bool:
-    """Whether any process of this PID namespace but this one (and PID 1, if that is not this one) still runs;
-    zombies are dead."""
-    me = os.getpid()
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) in (1, me):
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        if state != b"Z":
-            return True
-    return False
 
 
 @dataclass
@@ -566,7 +445,7 @@ class Harness:
                 with contextlib.suppress(ChildProcessError):
                     while os.waitpid(-1, os.WNOHANG)[0] > 0:
                         pass
-                if not _others_alive() or time.monotonic() > deadline:
+                if not others_alive() or time.monotonic() > deadline:
                     break
                 time.sleep(0.001)
         spare.close_go()
@@ -588,7 +467,7 @@ class Harness:
         not be removed, or a process survived; the worker then replaces the sandbox."""
         if not self.container:
             return True  # the process backend's /tmp is the host's; its episodes are not isolated this way
-        if _others_alive():
+        if others_alive():
             return False
         return empty_scratch(SCRATCH_DIRS)
 
@@ -649,23 +528,6 @@ def _wait_status(status: int) -> dict[str, int | None]:
         "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
     }
-
-
-def trusted_import_path() -> None:
-    """Keep only absolute, installed places on ``sys.path``: ``python -m`` puts the working directory first, and in
-    the sandbox that directory is the policy's to write (``/tmp`` in a container, the channel directory in the
-    process sandbox). The harness imports track modules after the first episode process imported the policy: a
-    module planted there would run as the harness. (The backends also start it with ``-P``; this holds where that
-    flag is missing.)"""
-    cwd = os.getcwd()
-    sys.path[:] = [p for p in sys.path if os.path.isabs(p) and p != cwd]
-
-
-def preload_tracks() -> None:
-    """Import the built-in tracks' modules, before any episode process exists: every episode process then finds
-    them in ``sys.modules``, never on a path that its policy's bundle comes first on."""
-    for module in BUILTIN_MODULES.values():
-        load_track_module(module)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,9 +6,10 @@
         outcome = session.run_episode(EpisodeJob("lab", scenario, episode, policy_seed(...)))
 
 One sandbox (container or process) serves all episodes of a session; each episode runs in a process of its own that
-imports the policy afresh (``layersched.worker.sandbox.harness``), so no episode can hand anything to another. Per
-decision the worker sends the decision's payload and reads one reply; the reply is parsed strictly and the action
-checked by the job's track's authoritative simulator (``layersched.sim.tracks``: ``TrustedEpisode.check``).
+imports the policy afresh (``layersched.worker.sandbox.harness``), so no episode can hand anything to another. This
+module holds the session (the sandbox's start, handshake, scenarios, replacement and end); ``driver`` plays each
+episode: per decision the worker sends the decision's payload and reads one reply; the reply is parsed strictly and
+the action checked by the job's track's authoritative simulator (``layersched.sim.tracks``: ``TrustedEpisode.check``).
 There is no fallback action: the first bad reply ends the episode with a status and a message naming the step and
 the offending value. Scores come only from this side's simulator. The sandbox never sees a task before it has
 committed to the previous action; the next task is sent right after that check, so the sandbox's decision and the
@@ -36,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import re
 import secrets
 import select
 import shutil
@@ -49,84 +49,31 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from layersched.sim.episode import trace_hash
-from layersched.sim.errors import PolicyError
 from layersched.sim.tracks import TrustedSimulator, get_track
 from layersched.sim.version import SIM_VERSION
 from layersched.worker.sandbox import protocol
 from layersched.worker.sandbox.backend import Backend, BackendName, BackendUnavailable, Detachable
+from layersched.worker.sandbox.driver import EpisodeDriver, InfrastructureFault
 from layersched.worker.sandbox.limits import SandboxLimits
-from layersched.worker.sandbox.outcomes import (
-    EpisodeJob,
-    EpisodeOutcome,
-    EpisodeTiming,
-    HiddenEpisodeRefused,
-    SandboxError,
-    Status,
+from layersched.worker.sandbox.outcomes import EpisodeJob, EpisodeOutcome, HiddenEpisodeRefused, SandboxError, Status
+from layersched.worker.sandbox.reports import (
+    IMPORT_ERROR_FIELDS,
+    MAX_MESSAGE_CHARS,
+    MAX_TRACEBACK_CHARS,
+    READY_FIELDS,
+    signal_name,
 )
 from layersched.worker.sandbox.run_dirs import RunDir, sweep_dead_run_dirs
 from layersched.worker.sandbox.staging import stage_bundle
-from layersched.worker.sandbox.wire import MAX_VALUE_CHARS, scenario_frame, sim_fingerprint
+from layersched.worker.sandbox.wire import scenario_frame, sim_fingerprint
 
 if TYPE_CHECKING:
     from layersched.worker.sandbox.pool import SandboxPool, WarmSandbox
 
 log = logging.getLogger(__name__)
 
-# How long an episode process that was told to end gets to exit (and flush its output) before it is killed.
-END_GRACE_SECONDS = 1.0
 # How long a sandbox whose channel was lost gets to show as stopped (a kill from outside is not seen at once).
 GONE_SECONDS = 2.0
-# Every text the sandbox writes is untrusted and cut here before it reaches a message: tracebacks to their last
-# this many characters (where the error is), and a whole message to MAX_MESSAGE_CHARS whatever it holds.
-MAX_TRACEBACK_CHARS = 4000
-MAX_MESSAGE_CHARS = 6000
-# What an ``error`` reply may say happened.
-_ERROR_KINDS = ("exception", "memory", "replica", "import")
-# Characters a sandbox can put in its text that databases refuse: NUL (PostgreSQL text columns) and lone surrogates
-# (a JSON "\ud800" escape decodes to one; it cannot be encoded as UTF-8). Recording them would fail the whole
-# evaluation on the service's side, so they become U+FFFD in every text an outcome carries.
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-# What each reply from an episode process must hold, exactly (checked once per decision).
-_REPLY_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
-    "action": {"step": int, "nonce": int, "action": int},
-    "bad_action": {"step": int, "nonce": int, "value": str, "value_type": str},
-    "error": {"step": int, "nonce": int, "kind": str, "traceback": str},
-}
-_OUTPUT_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "stdout_bytes": int,
-    "stderr_bytes": int,
-    "stdout_dropped": int,
-    "stderr_dropped": int,
-}
-_MAYBE_INT = (int, type(None))
-# What the harness reports, exactly: it never runs code of the participant, so anything else means it is broken.
-_EXITED_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "episode_id": str,
-    "exit_code": _MAYBE_INT,
-    "signal": _MAYBE_INT,
-    "killed": bool,
-    "oom_kills": _MAYBE_INT,
-    "scratch_dirty": bool,
-    **_OUTPUT_FIELDS,
-}
-_IMPORT_ERROR_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "traceback": str,
-    "exit_code": _MAYBE_INT,
-    "signal": _MAYBE_INT,
-    "oom_kills": _MAYBE_INT,
-    "scratch_dirty": bool,
-    **_OUTPUT_FIELDS,
-}
-_READY_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "python": str,
-    "numpy": str,
-    "torch": (str, type(None)),
-    "preloaded": list,
-    "import_seconds": (int, float),
-}
 
 
 # ---------------------------------------------------------------------------------------------- session
@@ -165,7 +112,7 @@ class SandboxSession:
         self.sim_version = SIM_VERSION
         self._backend = backend
         self._started = time.monotonic()
-        self._submission_deadline = self._started + limits.submission_seconds
+        self.submission_deadline = self._started + limits.submission_seconds
         # A pooled container is removed in the pool's background thread: the evaluation need not wait for it.
         self._remove_later: Callable[[Any], None] | None = None if warm is None else warm.remove_later
         self.pooled = warm is not None
@@ -194,7 +141,7 @@ class SandboxSession:
             self.bundle_dir = self._staged
         except BaseException:
             if warm is not None:
-                self._teardown()  # the claimed container goes too: it is never handed to another evaluation
+                self.teardown()  # the claimed container goes too: it is never handed to another evaluation
             self._run.remove()
             raise
         try:
@@ -217,6 +164,17 @@ class SandboxSession:
         return self._backend.image_digest
 
     @property
+    def ctl(self) -> socket.socket | None:
+        return self._ctl
+
+    @property
+    def listener(self) -> socket.socket | None:
+        return self._listener
+
+    def oom_kills(self) -> int | None:
+        return self._backend.oom_kills()
+
+    @property
     def import_seconds(self) -> float:
         return float(self.startup.info.get("import_seconds", float("nan")))
 
@@ -233,7 +191,7 @@ class SandboxSession:
         self._channel_dir, self._listener = self._run.new_channel(self._backend.sandbox_uid)
         self._nonce = secrets.token_hex(16)
         t0 = time.monotonic()
-        deadline = min(t0 + self.limits.startup_seconds, self._submission_deadline)
+        deadline = min(t0 + self.limits.startup_seconds, self.submission_deadline)
         try:
             if self.restarts:
                 self.bundle_dir = self._fresh_bundle()
@@ -243,7 +201,7 @@ class SandboxSession:
             self.startup.status = "infrastructure_error"
             self.startup.message = f"{self._backend.name} sandbox failed to start: {exc}"
             return
-        self._ctl = self._accept(deadline, None)
+        self._ctl = self.accept(deadline, None)
         if self._ctl is None:
             self.startup.status = "infrastructure_error"
             self.startup.message = (
@@ -273,14 +231,14 @@ class SandboxSession:
         # Reported (with the nonce the pool gave it, which the pool checked) when it started, before any bundle
         # existed.
         self._sim_fingerprint = warm.sim_fingerprint
-        deadline = min(time.monotonic() + self.limits.startup_seconds, self._submission_deadline)
+        deadline = min(time.monotonic() + self.limits.startup_seconds, self.submission_deadline)
         assert self._ctl is not None
         try:
             protocol.send(self._ctl, {"type": "load"})
         except OSError as exc:
             # It died after the pool checked it and before any of the participant's code ran: start a fresh one.
             log.warning("pooled sandbox died before it was used (%s); starting a fresh one", exc)
-            self._teardown()
+            self.teardown()
             self._start()
             return
         # No container started for this session: what it waited for was the claim (the pool's liveness checks).
@@ -307,13 +265,13 @@ class SandboxSession:
                 message = protocol.recv(self._ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=deadline)
             kind = message["type"]
             if kind == "ready":
-                protocol.expect(message, "ready", _READY_FIELDS)
+                protocol.expect(message, "ready", READY_FIELDS)
                 self.startup.info = {k: message[k] for k in ("python", "numpy", "torch", "import_seconds")}
                 return
             if kind != "import_error":
                 raise protocol.ProtocolError(f"expected 'ready' or 'import_error' from the sandbox, got {kind!r:.80}")
-            protocol.expect(message, "import_error", _IMPORT_ERROR_FIELDS)
-            output = self._receive_output(message, deadline)
+            protocol.expect(message, "import_error", IMPORT_ERROR_FIELDS)
+            output = self.receive_output(message, deadline)
         except protocol.ChannelTimeout:
             self.startup.status = "timeout"
             self.startup.message = f"policy import did not finish within {self.limits.startup_seconds:g} s"
@@ -330,7 +288,7 @@ class SandboxSession:
         self.startup.stdout, self.startup.stderr, self.startup.stdout_dropped, self.startup.stderr_dropped = output
         self.startup.status, self.startup.message = self._import_failure(message)
         if message["scratch_dirty"]:
-            self._teardown()
+            self.teardown()
 
     def _import_failure(self, report: dict[str, Any]) -> tuple[Status, str]:
         """Status and message of an ``import_error`` report: out of memory, or the import's traceback."""
@@ -342,12 +300,12 @@ class SandboxSession:
             )
         tb = report["traceback"][-MAX_TRACEBACK_CHARS:].rstrip()
         if sig is not None:
-            tb += f" (killed by signal {_signal_name(sig)})"
+            tb += f" (killed by signal {signal_name(sig)})"
         elif report["exit_code"]:
             tb += f" (exit code {report['exit_code']})"
         return "import_error", f"policy import failed:\n{tb}"
 
-    def _accept(self, deadline: float, ctl: socket.socket | None) -> socket.socket | None:
+    def accept(self, deadline: float, ctl: socket.socket | None) -> socket.socket | None:
         """Accept a connection before ``deadline``; None if the sandbox dies, times out or ``ctl`` speaks first."""
         assert self._listener is not None
         watch: list[socket.socket] = [self._listener] + ([ctl] if ctl is not None else [])
@@ -363,11 +321,11 @@ class SandboxSession:
         return None
 
     def _restart(self) -> None:
-        self._teardown()
+        self.teardown()
         self.restarts += 1
         self._start()
 
-    def _teardown(self) -> None:
+    def teardown(self) -> None:
         for sock in (self._ctl, self._listener):
             if sock is not None:
                 with contextlib.suppress(OSError):
@@ -391,7 +349,7 @@ class SandboxSession:
         if self._ctl is not None:
             with contextlib.suppress(OSError, protocol.ProtocolError):
                 protocol.send(self._ctl, {"type": "shutdown"})
-        self._teardown()
+        self.teardown()
         self._run.remove()
 
     def __enter__(self) -> SandboxSession:
@@ -426,8 +384,8 @@ class SandboxSession:
                 f"episode {job.episode.id!r} is hidden; the process backend is not isolated enough for hidden "
                 "evaluation sets (pass allow_process_for_hidden=True only if an organiser decided so)"
             )
-        run = _Episode(self, job)
-        if time.monotonic() >= self._submission_deadline:
+        run = EpisodeDriver(self, job)
+        if time.monotonic() >= self.submission_deadline:
             return run.finish(
                 "timeout",
                 f"submission wall budget of {self.limits.submission_seconds:g} s "
@@ -456,10 +414,10 @@ class SandboxSession:
         """
         log.warning("sandbox died under episode %s (%s); replaying it in a new sandbox", job.episode.id, first.message)
         if self._ctl is not None:
-            self._teardown()
+            self.teardown()
         self._restart()
         s = self.startup
-        replay = _Episode(self, job)
+        replay = EpisodeDriver(self, job)
         if s.status is not None:
             return replay.finish(s.status, s.message, (s.stdout, s.stderr, s.stdout_dropped, s.stderr_dropped))
         return replay.play()
@@ -476,14 +434,14 @@ class SandboxSession:
         """Name, track and content hash: what identifies a scenario to the simulators and the sandbox."""
         return f"{job.scenario_name}\0{job.track}\0{self._content_hash(job)}"
 
-    def _simulator(self, job: EpisodeJob) -> TrustedSimulator:
+    def simulator(self, job: EpisodeJob) -> TrustedSimulator:
         key = self._scenario_key(job)
         simulator = self._simulators.get(key)
         if simulator is None:
             simulator = self._simulators[key] = get_track(job.track).simulator(job.scenario)
         return simulator
 
-    def _send_scenario(self, job: EpisodeJob) -> None:
+    def send_scenario(self, job: EpisodeJob) -> None:
         key = self._scenario_key(job)
         if key in self._scenarios_sent:
             return
@@ -507,7 +465,7 @@ class SandboxSession:
                     f"the worker's (fingerprint {self._sim_fingerprint[:16]}), which computes {content_hash}: "
                     "the sandbox's reply was tampered with"
                 )
-            raise _Infrastructure(
+            raise InfrastructureFault(
                 f"the sandbox's simulator computes scenario hash {reply['hash']!r:.80}, the worker's is "
                 f"{content_hash}: the image's layersched.sim differs from the worker's"
             )
@@ -522,12 +480,12 @@ class SandboxSession:
                 f"the sandbox says it cannot build scenario {frame['name']!r} of track {frame['track']!r}, but its "
                 "simulator is the worker's, which can: the sandbox's reply was tampered with"
             )
-        raise _Infrastructure(
+        raise InfrastructureFault(
             f"the sandbox cannot build scenario {frame['name']!r} of track {frame['track']!r} "
             f"(module {frame['module']!r}): {message[:MAX_MESSAGE_CHARS]}"
         )
 
-    def _receive_output(self, report: dict[str, Any], deadline: float) -> tuple[str, str, int, int]:
+    def receive_output(self, report: dict[str, Any], deadline: float) -> tuple[str, str, int, int]:
         """The stdout and stderr captures that follow the harness's ``report`` on the control connection, as
         (stdout, stderr, stdout dropped, stderr dropped). Raises ``ProtocolError`` for sizes out of bounds (the
         stream cannot be followed any more) or a capture that does not arrive."""
@@ -552,10 +510,10 @@ class SandboxSession:
 
     def _sandbox_died(self) -> tuple[Status, str]:
         """Classify the end of the whole sandbox (control connection lost)."""
-        status, why, _ = self._sandbox_end()
+        status, why, _ = self.sandbox_end()
         return status, why
 
-    def _sandbox_end(self) -> tuple[Status, str, bool]:
+    def sandbox_end(self) -> tuple[Status, str, bool]:
         """(status, why, gone): how the sandbox ended, and whether it is gone (not running any more)."""
         kills = self._backend.oom_kills()
         if kills:  # read on the host (the cgroup), so it holds even while the engine is away
@@ -576,371 +534,6 @@ class SandboxSession:
         # Gone by a kill from outside (the engine, the host), or by an error of its own (its harness crashed, say
         # after the policy did something to it): only the first is replayed.
         return "crash", why, self._backend.killed_from_outside()
-
-
-class _Infrastructure(Exception):
-    """The service failed during an episode (simulator mismatch, channel setup)."""
-
-
-class _Episode:
-    """The state of one episode being played; ``play`` returns its outcome."""
-
-    def __init__(self, session: SandboxSession, job: EpisodeJob) -> None:
-        self.s = session
-        self.job = job
-        self.actions: list[int] = []
-        self._nonces = protocol.Nonces()
-        # Set by _announce: the nonce and send time of the decision the sandbox is deciding now.
-        self._nonce = 0
-        self._sent_at = 0.0
-        self._next_step = 0
-        self._announced = False
-        self.conn: socket.socket | None = None
-        self.sandbox_end: tuple[Status, str] | None = None
-        # The sandbox was found gone (not running) when the episode lost it: only then may the episode be replayed.
-        self.sandbox_gone = False
-        self.step: int | None = None  # the step being decided (None before the first task is sent)
-        self.output: tuple[str, str, int, int] = ("", "", 0, 0)  # stdout, stderr and their drop counts
-
-    def finish(
-        self,
-        status: Status,
-        message: str,
-        output: tuple[str, str, int, int] = ("", "", 0, 0),
-        metrics: Any = None,
-        timing: EpisodeTiming | None = None,
-    ) -> EpisodeOutcome:
-        out, err, out_dropped, err_dropped = output
-        if len(message) > MAX_MESSAGE_CHARS:  # whatever the sandbox managed to put in it
-            message = message[: MAX_MESSAGE_CHARS - 40] + f"... [{len(message) - MAX_MESSAGE_CHARS + 40} more chars]"
-        return EpisodeOutcome(
-            scenario_name=self.job.scenario_name,
-            episode_id=self.job.episode.id,
-            status=status,
-            message=_storable(message),
-            metrics=metrics,
-            trace_hash=trace_hash(self.actions),
-            n_actions=len(self.actions),
-            step=None if status == "ok" else self.step,
-            stdout=_storable(out),
-            stderr=_storable(err),
-            stdout_dropped=out_dropped,
-            stderr_dropped=err_dropped,
-            timing=timing,
-        )
-
-    def play(self) -> EpisodeOutcome:
-        s, job = self.s, self.job
-        limits = s.limits
-        started = time.monotonic()
-        episode_deadline = min(started + limits.episode_seconds, s._submission_deadline)
-        # The replica learns the start message, never the workload's generator; the simulator draws the rest of
-        # the workload (by first_decision) while the episode process starts.
-        episode = s._simulator(job).episode(job.episode.workload_rng())
-        # The episode process names it in its hello: a connection an earlier episode's process opened and left
-        # waiting cannot pose as this episode's.
-        token = secrets.token_hex(16)
-        told = False  # whether the harness has heard of this episode (and so has a process to report on)
-        try:
-            s._send_scenario(job)
-            assert s._ctl is not None and s._listener is not None
-            _refuse_waiting_connections(s._listener)
-            # The harness learns which episode and scenario, never its nodes or tasks (they go to the episode
-            # process only): the process every episode is forked from holds nothing of any hidden episode.
-            protocol.send(
-                s._ctl, {"type": "episode", "episode_id": job.episode.id, "scenario": job.scenario_name, "token": token}
-            )
-            told = True
-            payload = episode.first_decision()  # the lab's: about 1 ms, overlapped with the fork and connect
-            self.conn = s._accept(
-                min(time.monotonic() + limits.decision_seconds + limits.startup_seconds, episode_deadline), s._ctl
-            )
-            if self.conn is None:
-                return self._ended("crash", "episode process ended before connecting")
-            reader = protocol.FrameReader(self.conn, max_size=protocol.MAX_FRAME_FROM_SANDBOX)
-            hello = reader.recv(deadline=time.monotonic() + limits.decision_seconds)
-            protocol.expect(hello, "hello", {"episode_id": str, "token": str})
-            if hello["episode_id"] != job.episode.id or hello["token"] != token:
-                raise protocol.ProtocolError(
-                    f"hello is for episode {hello['episode_id']!r:.80} with another token, not this episode's "
-                    f"({job.episode.id!r})"
-                )
-        except _Infrastructure as exc:
-            if not told:
-                return self.finish("infrastructure_error", str(exc))
-            return self._abort("infrastructure_error", str(exc))
-        except protocol.ChannelClosed as exc:
-            return self._ended("crash", f"episode process ended before its first step ({exc})")
-        except protocol.ChannelTimeout:
-            return self._abort("timeout", "episode process did not start within the deadline", hung=True)
-        except protocol.ProtocolError as exc:
-            return self._abort("protocol_error", f"before step 0: {exc}")
-        except ConnectionError as exc:
-            # Broken pipe or reset: the sandbox's end of the channel was closed, which the policy can do (it runs in
-            # the harness's processes). That is how the sandbox ended, not a failure of the service.
-            return self._ended("crash", f"the sandbox closed its channel before step 0 ({exc})")
-        except OSError as exc:
-            return self._abort("infrastructure_error", f"channel failed before step 0: {exc}")
-
-        step = self.step = 0
-        reply_wait = 0.0
-        nonce = self._nonces.next()
-        start = protocol.encode({"type": "start", "seed": job.policy_seed, "episode": episode.start_message()})
-        sent_at = time.monotonic()
-        setup = sent_at - started
-        announce = self._announce
-        more = payload is not None
-        with contextlib.suppress(OSError):  # if it is gone, the first read says how it ended
-            self.conn.sendall(start + protocol.encode_task(0, payload, nonce) if more else start)
-        while more:
-            if time.monotonic() >= episode_deadline:
-                return self._abort("timeout", self._budget_message(step, episode_deadline), hung=True)
-            decision_deadline = min(sent_at + limits.decision_seconds, episode_deadline)
-            try:
-                reply = reader.recv(decision_deadline, poll_seconds=limits.poll_seconds)
-                reply_wait += time.monotonic() - sent_at
-            except protocol.ChannelTimeout:
-                if decision_deadline < episode_deadline:
-                    msg = f"step {step}: no action within the per-decision deadline of {limits.decision_seconds:g} s"
-                else:
-                    msg = self._budget_message(step, episode_deadline)
-                return self._abort("timeout", msg, hung=True)
-            except (protocol.ChannelClosed, OSError):  # EOF or reset: the process is gone
-                return self._ended("crash", f"step {step}: episode process ended without replying")
-            except protocol.ProtocolError as exc:
-                return self._abort("protocol_error", f"step {step}: {exc}")
-            try:
-                action = self._parse_reply(reply, step, nonce)
-                action = episode.check(action, step)
-            except protocol.ProtocolError as exc:
-                return self._abort("protocol_error", str(exc))
-            except PolicyError as exc:
-                return self._abort("invalid_action", str(exc))
-            except _PolicyRaised as exc:
-                return self._abort(exc.status, str(exc))
-            except Exception as exc:  # the track's own code failed on a reply: the service's fault, not the policy's
-                log.exception("track %s failed checking step %d of episode %s", job.track, step, job.episode.id)
-                return self._abort("infrastructure_error", f"track {job.track}: step {step}: the check failed: {exc!r}")
-            self.actions.append(action)
-            # The simulator announces the next decision as soon as it knows it (the lab's: before applying this
-            # action, which the policy has committed to), and _announce sends it at once.
-            self._next_step = step + 1
-            self._announced = False
-            try:
-                more = episode.advance(action, announce)
-            except Exception as exc:  # as above: a checked action must always apply
-                log.exception("track %s failed applying step %d of episode %s", job.track, step, job.episode.id)
-                return self._abort("infrastructure_error", f"track {job.track}: step {step}: the step failed: {exc!r}")
-            if more and not self._announced:
-                return self._abort(
-                    "infrastructure_error", f"track {job.track}: step {step}: the simulator went on without a decision"
-                )
-            nonce, sent_at = self._nonce, self._sent_at
-            step = self.step = step + 1
-
-        ended = time.monotonic()
-        self._send_end()
-        report = self._timing(reader)
-        self._exit_report(kill_after=END_GRACE_SECONDS)
-        output = self.output
-        try:
-            metrics = episode.metrics()
-        except Exception as exc:  # the track's own code: the service's fault, as in check and advance
-            log.exception("track %s failed measuring episode %s", job.track, job.episode.id)
-            return self.finish("infrastructure_error", f"track {job.track}: the metrics failed: {exc!r}", output)
-        timing = None
-        if report is not None:
-            timing = EpisodeTiming(
-                decisions=report["decisions"],
-                setup_seconds=setup,
-                end_seconds=time.monotonic() - ended,
-                reply_wait_seconds=reply_wait,
-                policy_seconds=float(report["policy_seconds"]),
-                replica_seconds=float(report["replica_seconds"]),
-                task_wait_seconds=float(report["wait_seconds"]),
-                send_seconds=float(report["send_seconds"]),
-            )
-        return self.finish("ok", "", output, metrics, timing)
-
-    def _announce(self, payload: Any) -> None:
-        """Send the next decision's payload with a fresh nonce (the simulator calls it from ``advance``)."""
-        self._nonce = nonce = self._nonces.next()
-        self._announced = True
-        self._sent_at = time.monotonic()
-        assert self.conn is not None
-        with contextlib.suppress(OSError):
-            self.conn.sendall(protocol.encode_task(self._next_step, payload, nonce))
-
-    def _timing(self, reader: protocol.FrameReader) -> dict[str, Any] | None:
-        """The harness's ``timing`` frame, sent when it gets ``end``; None if it does not come or is malformed
-        (it only feeds benchmarks, so a policy that spoils it harms nobody but its own figures)."""
-        number = (int, float)
-        try:
-            frame = reader.recv(time.monotonic() + END_GRACE_SECONDS)
-            protocol.expect(
-                frame,
-                "timing",
-                {
-                    "decisions": int,
-                    "policy_seconds": number,
-                    "replica_seconds": number,
-                    "wait_seconds": number,
-                    "send_seconds": number,
-                },
-            )
-        except (protocol.ProtocolError, OSError):
-            return None
-        return frame
-
-    # ------------------------------------------------------------------ replies
-
-    def _parse_reply(self, reply: dict[str, Any], step: int, nonce: int) -> object:
-        kind = reply["type"]
-        fields = _REPLY_FIELDS
-        if kind not in fields:
-            raise protocol.ProtocolError(f"step {step}: expected an 'action' frame, got {kind!r:.80}")
-        # Every text below is the policy's: cut to a few hundred characters before it goes anywhere.
-        try:
-            protocol.expect(reply, kind, fields[kind])
-        except protocol.ProtocolError as exc:  # name the step, like every other message of an episode
-            raise protocol.ProtocolError(f"step {step}: {exc}") from None
-        if reply["step"] != step:
-            raise protocol.ProtocolError(f"step {step}: reply is for step {reply['step']}, expected step {step}")
-        if reply["nonce"] != nonce:  # the step's number is predictable, its nonce is not
-            raise protocol.ProtocolError(
-                f"step {step}: reply carries nonce {reply['nonce']}, not the one sent with task {step}: "
-                "it was written before the task arrived (an early reply) or forged"
-            )
-        if kind == "action":
-            return reply["action"]
-        if kind == "bad_action":
-            value, value_type = reply["value"][:MAX_VALUE_CHARS], reply["value_type"][:MAX_VALUE_CHARS]
-            raise PolicyError(
-                f"step {step}: policy returned {value} of type {value_type}, expected an int node index",
-                step=step,
-                value=value,
-            )
-        if reply["kind"] not in _ERROR_KINDS:
-            raise protocol.ProtocolError(f"step {step}: error frame of unknown kind {reply['kind']!r:.80}")
-        tb = reply["traceback"][-MAX_TRACEBACK_CHARS:].rstrip()
-        if reply["kind"] == "import":
-            raise _PolicyRaised("import_error", f"policy import failed in this episode's process:\n{tb}")
-        if reply["kind"] == "memory":
-            raise _PolicyRaised("memory_exceeded", f"step {step}: policy ran out of memory (MemoryError)\n{tb}")
-        if reply["kind"] == "replica":
-            raise _PolicyRaised("crash", f"step {step}: the policy's replica environment is broken\n{tb}")
-        raise _PolicyRaised("crash", f"step {step}: policy raised an exception\n{tb}")
-
-    def _budget_message(self, step: int, episode_deadline: float) -> str:
-        if episode_deadline >= self.s._submission_deadline:
-            return f"step {step}: submission wall budget of {self.s.limits.submission_seconds:g} s exhausted"
-        return f"step {step}: episode wall budget of {self.s.limits.episode_seconds:g} s exhausted"
-
-    # ------------------------------------------------------------------ endings
-
-    def _abort(self, status: Status, message: str, *, hung: bool = False) -> EpisodeOutcome:
-        """End the episode early and collect its output.
-
-        A process that is waiting for its next task is told to end, so that it exits cleanly and its output is
-        complete; a ``hung`` one (timeouts) is killed at once.
-        """
-        if not hung:
-            self._send_end()
-        self._exit_report(kill_after=0.0 if hung else END_GRACE_SECONDS)
-        return self.finish(status, message, self.output)
-
-    def _send_end(self) -> None:
-        if self.conn is not None:
-            with contextlib.suppress(OSError, protocol.ProtocolError):
-                protocol.send(self.conn, {"type": "end"})
-
-    def _ended(self, status: Status, message: str) -> EpisodeOutcome:
-        """The episode process ended on its own (crash, OOM kill): say how."""
-        exited = self._exit_report(kill_after=END_GRACE_SECONDS)
-        if exited is None:
-            if self.sandbox_end is None:
-                died, why, self.sandbox_gone = self.s._sandbox_end()
-            else:
-                died, why = self.sandbox_end
-            return self.finish(died, f"{message}; the sandbox ended too ({why})")
-        sig, code, kills = exited["signal"], exited["exit_code"], exited["oom_kills"]
-        if sig is not None:
-            host_kills = self.s._backend.oom_kills()
-            if sig == signal.SIGKILL and ((kills is not None and kills > 0) or host_kills):
-                status = "memory_exceeded"
-                message = f"{message}: killed by the out-of-memory killer (limit {self.s.limits.memory_bytes} bytes)"
-            else:
-                message = f"{message}: killed by signal {_signal_name(sig)}"
-        elif code is not None:
-            message = f"{message}: exit code {code}"
-        return self.finish(status, message, self.output)
-
-    def _exit_report(self, *, kill_after: float) -> dict[str, Any] | None:
-        """Wait for the harness's ``exited`` frame, asking it to kill the episode process after ``kill_after`` s.
-
-        If the harness does not answer within the grace period the sandbox is broken: it is torn down and the next
-        episode starts a new one.
-        """
-        s = self.s
-        if self.conn is not None:
-            with contextlib.suppress(OSError):
-                self.conn.close()
-            self.conn = None
-        if s._ctl is None:
-            return None
-        try:
-            killed = kill_after <= 0
-            if killed:
-                protocol.send(s._ctl, {"type": "kill"})
-            deadline = time.monotonic() + (s.limits.kill_grace_seconds if killed else kill_after)
-            while True:
-                message: dict[str, Any]
-                try:
-                    message = protocol.recv(s._ctl, max_size=protocol.MAX_FRAME_FROM_SANDBOX, deadline=deadline)
-                except protocol.ChannelTimeout:
-                    if killed:
-                        raise
-                    protocol.send(s._ctl, {"type": "kill"})
-                    killed = True
-                    deadline = time.monotonic() + s.limits.kill_grace_seconds
-                    continue
-                if message["type"] == "exited":
-                    protocol.expect(message, "exited", _EXITED_FIELDS)
-                    self.output = s._receive_output(message, deadline)
-                    if message["scratch_dirty"]:
-                        # Something of the episode could not be removed: the next episode gets a new sandbox.
-                        s._teardown()
-                    return message
-                if message["type"] != "pong":
-                    raise protocol.ProtocolError(f"expected an 'exited' frame, got {message['type']!r:.80}")
-        except (protocol.ProtocolError, OSError) as exc:
-            log.warning("sandbox did not report the end of episode %s (%s); replacing it", self.job.episode.id, exc)
-            status, why, self.sandbox_gone = s._sandbox_end()
-            self.sandbox_end = status, why
-            s._teardown()  # the next episode starts a new sandbox
-            return None
-
-
-def _storable(text: str) -> str:
-    return _UNSTORABLE.sub("\ufffd", text)
-
-
-def _signal_name(number: int) -> str:
-    return signal.Signals(number).name if number in signal.Signals._value2member_map_ else str(number)
-
-
-def _refuse_waiting_connections(listener: socket.socket) -> None:
-    """Close connections waiting on the listener before an episode starts: none can be its episode process's
-    (that one connects only after being told which episode it serves), so they are an earlier process's."""
-    while select.select([listener], [], [], 0)[0]:
-        conn, _ = listener.accept()
-        conn.close()
-
-
-class _PolicyRaised(Exception):
-    def __init__(self, status: Status, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @functools.lru_cache(maxsize=1)

@@ -42,7 +42,7 @@ def replica_from_frame(frame: dict[str, Any]) -> tuple[Replica, str]:
     """The sandbox's replica of a ``scenario`` frame's scenario, and its content hash as this side computes it.
 
     The frame comes from the trusted side, so importing the module it names is importing trusted code, from the
-    installed paths only (``harness.trusted_import_path``). The harness imports the built-in tracks before it
+    installed paths only (``isolation.trusted_import_path``). The harness imports the built-in tracks before it
     forks anything, and replaces a spare forked before another track's module was imported
     (``Harness._replace_spare``): no episode process imports a track module after its policy."""
     track = load_track_module(frame["module"])

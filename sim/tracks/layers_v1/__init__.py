@@ -1,7 +1,12 @@
 """Track ``layers-v1``: the lab's layer-aware container placement (seed 000), as the track interface sees it.
 
 The problem itself lives where it always did (``layersched.sim.env``, ``workload``, ``baselines``, ``episode``,
-``view``, ``gym_env``); this package is what the shared machinery needs from it: ``sandbox`` (how the worker drives
+``view``, ``gym_env``), on purpose: those modules are the lab's public API (students' policies import
+``layersched.sim.env``), and the bytes of ``env.py``, ``workload.py`` and ``catalog.py`` are the lab's rules hash
+(``layersched.sim.version``), which every lab scenario's content hash holds, and with it every policy's rng seed.
+Moving them (their imports would change) would change every episode's policy seed and the Random baseline's figures;
+a new version of the problem (``layers-v2``) would live wholly in a package of its own. This package is what the
+shared machinery needs from it: ``sandbox`` (how the worker drives
 the authoritative ``ClusterEnv`` and the sandbox keeps the policy's view equal to the truth, and how scenarios and
 nodes travel), ``schema`` (how its scenarios and catalogs are written in an evaluation-set file), and here the
 track object with its contract, baselines, metrics and starter kit.
@@ -43,6 +48,7 @@ class LayersTrack:
     title = "Layer-aware container placement"
     contract = CONTRACT
     policy_arguments = "(env, task, rng)"
+    action_description = "an int node index"
     baseline_names = tuple(BASELINES)
     reference_baseline = "Greedy"
     metric_specs: tuple[MetricSpec, ...] = (
