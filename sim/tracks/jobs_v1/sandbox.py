@@ -6,7 +6,8 @@ truth whatever the policy did to an earlier one. A decision is asked only when t
 visible job can be placed); the steps in between, where every action is void, pass without a decision.
 
 A reply is a slot index ``0..num_nw-1``, or ``None`` or ``num_nw`` for void (an empty slot or a job that fits at no
-offset is a void too, as in the reference). A void is refused when void is not allowed (``JobsEnv.void_allowed``).
+offset is a void too, as in the reference). The replica sends ``None`` as ``num_nw`` (the wire carries integers).
+A void is refused when void is not allowed (``JobsEnv.void_allowed``).
 """
 
 from __future__ import annotations
@@ -119,7 +120,9 @@ class JobsReplica:
         return None
 
     def decide(self, policy: Policy, payload: Any, step: int, rng: random.Random) -> object:
-        return policy(JobsView(self.scenario, payload), rng)
+        reply = policy(JobsView(self.scenario, payload), rng)
+        # None is void: sent as the void's integer, since the wire carries integer actions only.
+        return self.scenario.void if reply is None else reply
 
     def in_range(self, action: int) -> bool:
         return 0 <= action <= self.scenario.num_nw
