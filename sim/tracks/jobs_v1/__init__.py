@@ -127,7 +127,9 @@ class JobsTrack(IntegerScenarios):
         )
 
     def make_gym_env(self, scenario: JobsScenario | None = None) -> Any:
-        raise NotImplementedError("jobs-v1 has no Gymnasium environment yet")
+        from layersched.sim.tracks.jobs_v1.gym_env import JobsGymEnv  # gymnasium is optional
+
+        return JobsGymEnv(scenario)
 
 
 TRACK: Track = JobsTrack()  # typed, so mypy checks that the class has all of the interface
