@@ -169,3 +169,18 @@ def test_check_policy_names_a_float_reply() -> None:
         "step 0: policy returned 0.0 (float); return an int slot such as int(np.argmax(scores)), or None for void"
     )
     TRACK.check_policy(baselines.sjf, DEFAULT)
+
+
+def test_the_starter_kit_is_the_tracks_own_and_its_policy_is_sjf() -> None:
+    from importlib import resources
+
+    package, folder = TRACK.starter
+    kit = resources.files(package).joinpath(folder)
+    assert sorted(f.name for f in kit.iterdir() if f.name.endswith((".py", ".md"))) == ["README.md", "policy.py"]
+    namespace: dict[str, object] = {}
+    exec(kit.joinpath("policy.py").read_text(encoding="utf-8"), namespace)
+    TRACK.check_policy(namespace["policy"], DEFAULT)
+    for seed in range(3):
+        spec = EpisodeSpec("e", seed=seed)
+        kit_run = TRACK.run_episode(DEFAULT, namespace["policy"], spec.workload_rng(), random.Random(0))
+        assert kit_run == TRACK.run_episode(DEFAULT, baselines.sjf, spec.workload_rng(), random.Random(0))

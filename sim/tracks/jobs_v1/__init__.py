@@ -64,8 +64,8 @@ class JobsTrack(IntegerScenarios):
     reference_baseline = "SJF"
     metric_specs: tuple[MetricSpec, ...] = METRIC_SPECS
     primary_metric = "mean_slowdown"
-    # No starter kit yet (issue 19's last part): the lab's is named so that `layersched init` finds files.
-    starter = ("layersched.sdk", "starter")
+    # A first kit (SJF as a template); issue 19's DeepRM_Plus recipe is still to come.
+    starter = ("layersched.sim.tracks.jobs_v1", "starter")
     scenario_type = JobsScenario
     # As IntegerScenarios computes it, but a class attribute, as the Track protocol declares it.
     scenario_keys = frozenset(f.name for f in fields(JobsScenario))
