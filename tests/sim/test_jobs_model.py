@@ -297,3 +297,16 @@ def test_the_same_episode_twice_makes_the_same_trace() -> None:
         first = TRACK.run_episode(DEFAULT, TRACK.baseline(name), seeded(4), random.Random(9))
         again = TRACK.run_episode(DEFAULT, TRACK.baseline(name), seeded(4), random.Random(9))
         assert first == again
+
+
+def test_the_views_mask_is_the_environments_own_rule() -> None:
+    # The view knows only the present (free units, visible jobs, time); its mask must still be the env's verdict.
+    rng = random.Random(2)
+    for seed in range(4):
+        env = JobsEnv(DEFAULT, draw_jobs(DEFAULT, np.random.RandomState(seed)))
+        while not env.done:
+            view = JobsView(DEFAULT, payload(env))
+            mask = view.mask()
+            assert mask == [env.placeable(i) for i in range(DEFAULT.num_nw)] + [env.void_allowed()]
+            choices = [i for i, ok in enumerate(mask) if ok]
+            env.act(rng.choice(choices))
