@@ -49,6 +49,7 @@ VANDAL = SJF.replace(
         env.free[:] = 0
         env.slots[:] = [None] * len(env.slots)
         env.time, env.backlog, env.since_new_job = -1, 999, 0
+        object.__setattr__(env.scenario, "num_nw", 1)  # frozen, but not to a determined vandal
         return action""",
 )
 # Searches its process for anything that holds jobs beyond the present; replies a string (an invalid action that

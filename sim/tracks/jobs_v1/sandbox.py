@@ -12,6 +12,7 @@ A void is refused when void is not allowed (``JobsEnv.void_allowed``).
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Callable
 from typing import Any
@@ -120,7 +121,9 @@ class JobsReplica:
         return None
 
     def decide(self, policy: Policy, payload: Any, step: int, rng: random.Random) -> object:
-        reply = policy(JobsView(self.scenario, payload), rng)
+        # The view's own copy of the scenario: a policy that forces a write into it (it is frozen) changes nothing
+        # that the next decision's view is built from.
+        reply = policy(JobsView(copy.copy(self.scenario), payload), rng)
         # None is void: sent as the void's integer, since the wire carries integer actions only.
         return self.scenario.void if reply is None else reply
 
