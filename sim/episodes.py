@@ -33,6 +33,14 @@ class SeededRandom(random.Random):
         super().seed(a, version)
         self.origin = a if type(a) is int else None
 
+    # random.Random pickles (and copies) as a fresh instance given its state: the seed goes along.
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (), (self.getstate(), self.origin)
+
+    def __setstate__(self, state: tuple[Any, int | None]) -> None:
+        inner, self.origin = state
+        self.setstate(inner)
+
 
 @dataclass(frozen=True)
 class EpisodeSpec:

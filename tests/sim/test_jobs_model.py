@@ -3,6 +3,8 @@ reference that docs/tracks/jobs-v1.md lists (numbered as there)."""
 
 from __future__ import annotations
 
+import copy
+import pickle
 import random
 
 import numpy as np
@@ -79,6 +81,10 @@ def test_a_seeded_generator_is_the_standard_stream_and_knows_its_seed() -> None:
         assert [ours.random() for _ in range(50)] == [standard.random() for _ in range(50)]
         assert [ours.getrandbits(64) for _ in range(5)] == [standard.getrandbits(64) for _ in range(5)]
     rng = SeededRandom(3)
+    rng.random()
+    for twin in (copy.deepcopy(rng), pickle.loads(pickle.dumps(rng))):
+        assert isinstance(twin, SeededRandom) and twin.origin == 3
+        assert twin.random() == copy.copy(rng).random()
     rng.seed("text")
     assert rng.origin is None
 
