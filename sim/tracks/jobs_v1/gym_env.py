@@ -41,6 +41,7 @@ class JobsGymEnv(gym.Env[ObsType, np.int64]):
         self.observation_space = spaces.Box(0.0, 1.0, (s.time_horizon, image_width(s)), dtype=np.float32)
         self.action_space: spaces.Discrete = spaces.Discrete(s.num_nw + 1)
         self._env: JobsEnv | None = None
+        self._decisions = 0
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -52,6 +53,7 @@ class JobsGymEnv(gym.Env[ObsType, np.int64]):
             words = self.np_random.integers(1 << 32, size=SEED_WORDS)
             state = np.random.RandomState([int(word) for word in words])
         env = self._env = JobsEnv(self.scenario, draw_jobs(self.scenario, state))
+        self._decisions = 0
         env.settle()
         return self._observe(env)
 
@@ -64,11 +66,12 @@ class JobsGymEnv(gym.Env[ObsType, np.int64]):
         if env.done:
             raise RuntimeError("the episode has ended: call reset()")
         try:
-            checked = check_reply(env, int(action), len(env.rewards))
+            checked = check_reply(env, int(action), self._decisions)
         except PolicyError as exc:
             obs, info = self._observe(env)
             return obs, 0.0, False, True, {**info, "invalid_action": str(exc)}
         passed = len(env.rewards)
+        self._decisions += 1
         env.act(checked)
         env.settle()
         obs, info = self._observe(env)
