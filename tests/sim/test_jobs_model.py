@@ -89,7 +89,7 @@ def test_a_seeded_generator_is_the_standard_stream_and_knows_its_seed() -> None:
     assert rng.origin is None
 
 
-def test_a_keyed_episode_draws_from_its_key() -> None:
+def test_3_a_keyed_episode_draws_from_its_key_and_each_seed_is_its_own() -> None:
     key_a, key_b = bytes(range(16)), bytes(range(1, 17))
 
     def keyed(key: bytes) -> list[Job]:
@@ -97,6 +97,8 @@ def test_a_keyed_episode_draws_from_its_key() -> None:
 
     assert keyed(key_a) == keyed(key_a)
     assert keyed(key_a) != keyed(key_b)
+    # The reference's unseen runs replay seed 42; here an episode is its seed's (or key's), and no other.
+    assert len({tuple(draw_jobs(DEFAULT, workload_state(seeded(seed)))) for seed in range(10)}) == 10
     # A seed's episode is not the keyed stream's, nor a plain random.Random's of the same number.
     assert draw_jobs(DEFAULT, workload_state(seeded(0))) == draw_jobs(DEFAULT, np.random.RandomState(0))
     assert draw_jobs(DEFAULT, workload_state(random.Random(0))) != draw_jobs(DEFAULT, np.random.RandomState(0))
