@@ -208,3 +208,17 @@ def test_tetris_knob_is_the_best_of_its_sweep(monkeypatch: pytest.MonkeyPatch) -
     sweep = {knob: mean_slowdown(knob) for knob in (0.5, 0.1, 0.05, 0.01, 0.003, 0.001, 0.0003, 0.0001)}
     assert chosen == 0.001 and min(sweep, key=sweep.__getitem__) == chosen
     assert [round(v, 2) for v in sweep.values()] == [6.19, 5.96, 5.06, 3.13, 3.08, 3.0, 3.01, 3.01]
+
+
+def test_an_episodes_jobs_are_drawn_by_its_first_decision_not_before() -> None:
+    class Counting(random.Random):
+        draws = 0
+
+        def getrandbits(self, k: int) -> int:
+            self.draws += 1
+            return super().getrandbits(k)
+
+    workload = Counting(7)
+    episode = TRACK.simulator(DEFAULT).episode(workload)
+    assert episode.start_message() == {} and workload.draws == 0
+    assert episode.first_decision() is not None and workload.draws == 8  # the RandomState's seed words
