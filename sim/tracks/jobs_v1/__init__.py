@@ -5,7 +5,8 @@ jobs (reserving each at its earliest start within the horizon) or lets time move
 job has finished. The primary metric is the mean slowdown, scored as a ratio to SJF's (the expert DeepRM_Plus
 imitates). The modules: ``scenario`` (the cluster and arrival process), ``workload`` (the reference's job sequence),
 ``env`` (the dynamics), ``view`` (what a policy sees), ``baselines``, ``metrics``, ``sandbox`` (the worker's and the
-sandbox's sides), ``table`` (``python -m layersched.sim --track jobs-v1``). Every decision on a quirk of the
+sandbox's sides), ``table`` (``python -m layersched.sim --track jobs-v1``), ``gym_env`` (Gymnasium, optional) and
+``starter/`` (the student's kit, copied out by ``layersched init --track jobs-v1``). Every decision on a quirk of the
 reference is written in docs/tracks/jobs-v1.md.
 """
 
