@@ -6,11 +6,13 @@ Examples::
     python -m layersched.sim --nodes 5 --rate 0.5 --json      # machine-readable
     python -m layersched.sim --catalog official-2023-01 --seeds 0-9 --cloud
     python -m layersched.sim catalog --seed 0 --out sim/data/lab_seed0.json   # regenerate the lab catalog
+    python -m layersched.sim --track jobs-v1 --help           # another track's table: its module's ``table``
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import random
 import statistics
@@ -24,6 +26,7 @@ from layersched.sim.episode import run_lab_baseline
 from layersched.sim.errors import SimError
 from layersched.sim.replay import ReplayEnv
 from layersched.sim.scenario import CloudNode, Scenario
+from layersched.sim.tracks import DEFAULT_TRACK_ID, TrackError, track_module
 from layersched.sim.version import SIM_VERSION
 
 
@@ -82,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cloud", action="store_true", help="add the cloud node (lab extension 1)")
     parser.add_argument("--baselines", default=",".join(BASELINES), help="comma-separated subset to run")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--track", default=DEFAULT_TRACK_ID, help="another track's table (its own options follow)")
     sub = parser.add_subparsers(dest="command")
     gen = sub.add_parser("catalog", help="generate a synthetic catalog like the lab's make_images.py")
     gen.add_argument("--seed", type=int, default=0, help="random.Random seed (0 is the lab's catalog)")
@@ -104,9 +108,31 @@ def baseline_table(
     }
 
 
+def split_track(argv: Sequence[str]) -> tuple[str, list[str]]:
+    """The ``--track ID`` of ``argv`` (the lab's when absent) and the other arguments."""
+    rest, track_id = list(argv), DEFAULT_TRACK_ID
+    for i, arg in enumerate(rest):
+        if arg == "--track" and i + 1 < len(rest):
+            track_id = rest[i + 1]
+            return track_id, rest[:i] + rest[i + 2 :]
+        if arg.startswith("--track="):
+            return arg.split("=", 1)[1], rest[:i] + rest[i + 1 :]
+    return track_id, rest
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    track_id, rest = split_track(sys.argv[1:] if argv is None else argv)
+    if track_id != DEFAULT_TRACK_ID:
+        # Another track's table is its module's ``table.main``: this CLI knows no track but the lab.
+        try:
+            module = importlib.import_module(track_module(track_id) + ".table")
+        except (TrackError, ImportError) as exc:
+            print(f"error: track {track_id!r} has no baseline table: {exc}", file=sys.stderr)
+            return 2
+        code: int = module.main(rest)
+        return code
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(rest)
     try:
         if args.command == "catalog":
             catalog = synthetic_catalog(random.Random(args.seed), name=args.out.stem)

@@ -5,6 +5,9 @@ An episode is either a *lab seed* (``random.Random(seed)``, public: the sample s
 
 The policy's ``rng`` is seeded from (bundle, scenario, episode) through SHA-256, never from the workload's seed or
 key, so knowing it reveals nothing about future tasks, yet a rerun of the same bundle gets the same stream.
+
+A lab seed's generator is a ``SeededRandom``: the standard stream, which also says what it was seeded with, for a
+track whose reference draws its workload from another generator of the same seed (jobs-v1: numpy's RandomState).
 """
 
 from __future__ import annotations
@@ -12,11 +15,31 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from layersched.sim.keyed_random import MIN_KEY_BYTES, KeyedRandom
 
 Split = Literal["public", "private"]
+
+
+class SeededRandom(random.Random):
+    """``random.Random`` that records the int it was last seeded with (``origin``; None for any other seed).
+
+    It overrides neither ``random`` nor ``getrandbits``, so its stream is the standard one, bit for bit."""
+
+    origin: int | None = None
+
+    def seed(self, a: Any = None, version: int = 2) -> None:
+        super().seed(a, version)
+        self.origin = a if type(a) is int else None
+
+    # random.Random pickles (and copies) as a fresh instance given its state: the seed goes along.
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (), (self.getstate(), self.origin)
+
+    def __setstate__(self, state: tuple[Any, int | None]) -> None:
+        inner, self.origin = state
+        self.setstate(inner)
 
 
 @dataclass(frozen=True)
@@ -42,7 +65,7 @@ class EpisodeSpec:
 
     def workload_rng(self) -> random.Random:
         """A fresh generator positioned at the start of this episode's workload."""
-        rng: random.Random = KeyedRandom(self.key, label=self.id) if self.key is not None else random.Random(self.seed)
+        rng: random.Random = KeyedRandom(self.key, label=self.id) if self.key is not None else SeededRandom(self.seed)
         return rng
 
     def __repr__(self) -> str:  # never print a key

@@ -1,4 +1,4 @@
-"""The ``ScenarioSchema`` of a track whose scenario is a few integers, for a track to inherit.
+"""The ``ScenarioSchema`` of a track whose scenario is a few integers (or numbers), for a track to inherit.
 
 A track of that kind defines its scenario as a frozen dataclass of int fields with defaults and inherits
 ``IntegerScenarios``::
@@ -12,7 +12,8 @@ A track of that kind defines its scenario as a frozen dataclass of int fields wi
         scenario_type = JobsScenario
         ...  # the rest of the Track: id, baselines, run_episode, ...
 
-A ``[[scenario]]`` table then sets any of the fields (``n_jobs = 50``), each an integer >= ``minimum``; the
+A ``[[scenario]]`` table then sets any of the fields (``n_jobs = 50``), each an integer >= ``minimum``; a field
+annotated ``float`` takes any finite number (``rate = 1`` reads as 1.0; its bounds are the dataclass's to check). The
 canonical form and the dump are the fields, and the file has no tables of the track's own. The dataclass's
 ``__post_init__`` may check more; a ``ValueError`` it raises is reported with the scenario's name.
 """
@@ -28,13 +29,13 @@ from typing import Any, ClassVar
 from layersched.sim.catalog import canonical_json
 from layersched.sim.errors import EvalSetError
 from layersched.sim.tracks.interface import ScenarioEntry
-from layersched.sim.tracks.values import integer
+from layersched.sim.tracks.values import integer, number
 
 
 class IntegerScenarios:
     """Every ``ScenarioSchema`` method, and the scenario's hash and wire form, for ``scenario_type``."""
 
-    # A frozen dataclass whose fields are ints with defaults.
+    # A frozen dataclass whose fields are ints (or floats) with defaults.
     scenario_type: ClassVar[type]
     minimum: ClassVar[int] = 1
     evalset_tables: frozenset[str] = frozenset()
@@ -47,7 +48,13 @@ class IntegerScenarios:
         return None
 
     def parse_scenario(self, table: Mapping[str, Any], where: str, context: object) -> tuple[Any, None]:
-        values = {key: integer(value, f"{where}: {key}", minimum=self.minimum) for key, value in table.items()}
+        floats = {f.name for f in dataclasses.fields(self.scenario_type) if f.type in (float, "float")}
+        values = {
+            key: number(value, f"{where}: {key}")
+            if key in floats
+            else integer(value, f"{where}: {key}", minimum=self.minimum)
+            for key, value in table.items()
+        }
         try:
             return self.scenario_type(**values), None
         except ValueError as exc:

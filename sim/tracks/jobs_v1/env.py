@@ -1,0 +1,145 @@
+"""The authoritative jobs-v1 environment: DeepRM's machine, job slots and backlog, one episode at a time.
+
+Time is in steps. The machine's ``free[t, r]`` is the number of units of resource ``r`` free ``t`` steps from now,
+for ``t`` in the horizon. A decision either places a visible job or is void:
+
+* placing job ``j`` reserves its demand at the earliest offset ``o`` in ``0..time_horizon - len`` at which it fits for
+  its whole length (the reference's range stops one short, at ``time_horizon - len - 1``: see docs/tracks/jobs-v1.md);
+  it starts at ``time + o``, the slot is refilled from the backlog's head, and time does not move (several
+  placements may happen within one step);
+* void (explicit, an empty slot, or a job that fits at no offset) advances time by one step: the horizon shifts,
+  jobs whose finish time has come leave the machine (all of them: the reference's removal while iterating may keep
+  one a step longer), the step's arrival enters the first empty slot, else the backlog, else is dropped, and the
+  step's reward is minus the sum of 1/len over every job in the system (on the machine, in a slot, in the backlog).
+
+The job drawn for step 0 enters at time 0, before the first decision (the reference never introduces it: its jobs
+enter only after its first time step). The episode ends when no arrival can come (``time >= simu_len - 1``) and
+every job that arrived has finished. A void that would then wait for nothing (no arrival ahead, nothing on the
+machine, a job waiting) is refused: every episode ends, whatever the policy does.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+
+import numpy as np
+
+from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
+from layersched.sim.tracks.jobs_v1.workload import Job
+
+
+def earliest_offset(free: np.ndarray, length: int, demand: Sequence[int], horizon: int) -> int | None:
+    """The first offset in ``0..horizon - length`` at which ``demand`` fits in ``free`` for ``length`` steps."""
+    need = np.asarray(demand)
+    for offset in range(horizon - length + 1):
+        if (free[offset : offset + length] >= need).all():
+            return offset
+    return None
+
+
+class JobsEnv:
+    """One episode of ``scenario`` on the jobs ``jobs`` (in arrival order; a drawn workload has at most one per step,
+    a test's may have several)."""
+
+    def __init__(self, scenario: JobsScenario, jobs: Sequence[Job]) -> None:
+        s = self.scenario = scenario
+        self.jobs = tuple(jobs)
+        self._arrivals: dict[int, list[Job]] = {}
+        for job in self.jobs:
+            self._arrivals.setdefault(job.arrival, []).append(job)
+        self.time = 0
+        self.free = np.full((s.time_horizon, s.num_res), s.res_slot, dtype=np.int64)
+        self.slots: list[Job | None] = [None] * s.num_nw
+        self.backlog: deque[Job] = deque()
+        self.running: list[Job] = []  # placed (running or reserved), not finished
+        self.start: dict[int, int] = {}  # job id -> start step
+        self.finish: dict[int, int] = {}
+        self.entered: list[Job] = []  # arrivals that found a slot or backlog room, in arrival order
+        self.dropped: list[Job] = []
+        self.since_new_job = 0
+        self.rewards: list[float] = []  # one per time step
+        self._arrive()
+
+    # -- what a decision may do --
+
+    def placeable(self, slot: int) -> bool:
+        job = self.slots[slot]
+        return job is not None and self._offset(job) is not None
+
+    def void_allowed(self) -> bool:
+        """False only when a void would wait for nothing: no arrival ahead and nothing on the machine."""
+        return self.time < self.scenario.simu_len - 1 or bool(self.running)
+
+    def decision_open(self) -> bool:
+        """Whether the policy has a choice: some visible job can be placed (otherwise every action is void)."""
+        return any(self.placeable(i) for i in range(self.scenario.num_nw))
+
+    @property
+    def done(self) -> bool:
+        return (
+            self.time >= self.scenario.simu_len - 1
+            and not self.running
+            and not self.backlog
+            and all(job is None for job in self.slots)
+        )
+
+    # -- moves --
+
+    def act(self, action: int) -> bool:
+        """Place the job of slot ``action`` if it can be placed, else advance one step; returns whether it placed."""
+        if 0 <= action < self.scenario.num_nw and self.place(action):
+            return True
+        self.advance()
+        return False
+
+    def settle(self) -> None:
+        """Advance time while no decision is open (each such step's every action is void) and the episode runs."""
+        while not self.done and not self.decision_open():
+            self.advance()
+
+    def place(self, slot: int) -> bool:
+        job = self.slots[slot]
+        if job is None:
+            return False
+        offset = self._offset(job)
+        if offset is None:
+            return False
+        self.free[offset : offset + job.length] -= np.asarray(job.demand)
+        self.start[job.id] = self.time + offset
+        self.finish[job.id] = self.time + offset + job.length
+        self.running.append(job)
+        self.slots[slot] = self.backlog.popleft() if self.backlog else None
+        return True
+
+    def advance(self) -> float:
+        """One time step; returns (and records) its reward."""
+        s = self.scenario
+        self.time += 1
+        self.free[:-1] = self.free[1:]
+        self.free[-1] = s.res_slot
+        self.running = [job for job in self.running if self.finish[job.id] > self.time]
+        if self.since_new_job < s.max_track_since_new:
+            self.since_new_job += 1
+        self._arrive()
+        reward = -sum(1.0 / job.length for job in self._in_system())
+        self.rewards.append(reward)
+        return reward
+
+    def _arrive(self) -> None:
+        for job in self._arrivals.get(self.time, ()):
+            self.since_new_job = 0  # as the reference, for a dropped arrival too
+            if None in self.slots:
+                self.slots[self.slots.index(None)] = job
+                self.entered.append(job)
+            elif len(self.backlog) < self.scenario.backlog_size:
+                self.backlog.append(job)
+                self.entered.append(job)
+            else:
+                self.dropped.append(job)
+
+    def _offset(self, job: Job) -> int | None:
+        return earliest_offset(self.free, job.length, job.demand, self.scenario.time_horizon)
+
+    def _in_system(self) -> list[Job]:
+        return [*self.running, *(job for job in self.slots if job is not None), *self.backlog]

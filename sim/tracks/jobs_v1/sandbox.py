@@ -1,0 +1,134 @@
+"""The two sides of a sandboxed jobs-v1 episode: the worker's authoritative ``JobsEnv`` and the sandbox's replica.
+
+The start message is empty (the scenario travels in the scenario frame). Each decision's payload is the present
+state (``view.payload``); the replica builds a fresh ``JobsView`` from it per decision, so the view is always the
+truth whatever the policy did to an earlier one. A decision is asked only when the policy has a choice (some
+visible job can be placed); the steps in between, where every action is void, pass without a decision.
+
+A reply is a slot index ``0..num_nw-1``, or ``None`` or ``num_nw`` for void (an empty slot or a job that fits at no
+offset is a void too, as in the reference). The replica sends ``None`` as ``num_nw`` (the wire carries integers).
+A void is refused when void is not allowed (``JobsEnv.void_allowed``).
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable
+from typing import Any
+
+from layersched.sim.errors import PolicyError
+from layersched.sim.tracks.interface import Policy
+from layersched.sim.tracks.jobs_v1.env import JobsEnv
+from layersched.sim.tracks.jobs_v1.metrics import JobsMetrics, episode_metrics
+from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
+from layersched.sim.tracks.jobs_v1.view import JobsView, payload
+from layersched.sim.tracks.jobs_v1.workload import Job, draw_jobs, workload_state
+
+
+def check_reply(env: JobsEnv, value: object, step: int) -> int:
+    """The policy's reply as an action (``num_nw`` for void); ``PolicyError`` names step and value."""
+    void = env.scenario.num_nw
+    if value is None:
+        action = void
+    elif isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise PolicyError(
+            f"step {step}: policy returned {value!r:.80} of type {type(value).__name__}, expected a slot index "
+            f"0..{void - 1} or None for void",
+            step=step,
+            value=value,
+        )
+    else:
+        action = value.__index__()  # an int, or a numpy integer in-process
+    if not 0 <= action <= void:
+        raise PolicyError(
+            f"step {step}: policy returned slot {action}, outside 0..{void - 1} (None or {void} for void)",
+            step=step,
+            value=value,
+        )
+    if (action == void or not env.placeable(action)) and not env.void_allowed():
+        what = "void" if action == void else f"slot {action} (empty or fits nowhere, so a void)"
+        raise PolicyError(
+            f"step {step}: policy returned {what} at time {env.time}, with no arrival ahead and nothing running: "
+            "a void would wait for nothing; place a job",
+            step=step,
+            value=value,
+        )
+    return action
+
+
+class JobsEpisode:
+    """One authoritative episode; its jobs are drawn by ``first_decision``."""
+
+    def __init__(self, scenario: JobsScenario, draw: Callable[[], list[Job]]) -> None:
+        self.scenario = scenario
+        self._draw = draw
+        self.env: JobsEnv | None = None
+
+    def start_message(self) -> dict[str, Any]:
+        return {}
+
+    def first_decision(self) -> tuple[int, ...] | None:
+        env = self.env = JobsEnv(self.scenario, self._draw())
+        env.settle()
+        return None if env.done else payload(env)
+
+    def check(self, value: object, step: int) -> int:
+        assert self.env is not None
+        return check_reply(self.env, value, step)
+
+    def advance(self, action: int, announce: Callable[[Any], None]) -> bool:
+        env = self.env
+        assert env is not None
+        env.act(action)
+        env.settle()
+        if env.done:
+            return False
+        announce(payload(env))
+        return True
+
+    def metrics(self) -> JobsMetrics:
+        assert self.env is not None
+        return episode_metrics(self.env)
+
+
+class JobsSimulator:
+    def __init__(self, scenario: JobsScenario) -> None:
+        self.scenario = scenario
+
+    def episode(self, workload: random.Random) -> JobsEpisode:
+        return JobsEpisode(self.scenario, lambda: draw_jobs(self.scenario, workload_state(workload)))
+
+
+class DrawnSimulator:
+    """A simulator whose every episode is the jobs ``jobs`` (drawn once for several policies)."""
+
+    def __init__(self, scenario: JobsScenario, jobs: list[Job]) -> None:
+        self.scenario = scenario
+        self.jobs = jobs
+
+    def episode(self, workload: random.Random) -> JobsEpisode:
+        return JobsEpisode(self.scenario, lambda: list(self.jobs))
+
+
+class JobsReplica:
+    """The sandbox side: a fresh view per decision, built from the payload alone."""
+
+    def __init__(self, scenario: JobsScenario) -> None:
+        self.scenario = scenario
+
+    def start(self, message: dict[str, Any]) -> None:
+        return None
+
+    def decide(self, policy: Policy, payload: Any, step: int, rng: random.Random) -> object:
+        # The view's own copy of the scenario: a policy that forces a write into it (it is frozen) changes nothing
+        # that the next decision's view is built from.
+        reply = policy(JobsView(copy.copy(self.scenario), payload), rng)
+        # None is void: sent as the void's integer, since the wire carries integer actions only.
+        return self.scenario.void if reply is None else reply
+
+    def in_range(self, action: int) -> bool:
+        return 0 <= action <= self.scenario.num_nw
+
+    def accepted(self, action: int) -> None:
+        return None
