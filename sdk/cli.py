@@ -25,6 +25,7 @@ from layersched.sdk.progress import ProgressBar, format_bytes
 from layersched.sdk.validate import DEFAULT_DEADLINE_S
 from layersched.sim.cli import positive_float, positive_int
 from layersched.sim.errors import SimError
+from layersched.sim.evalset.builtin import sample_set_name
 from layersched.sim.tracks import DEFAULT_TRACK_ID, Track, TrackError, get_track, load_track_module, track_ids
 
 if TYPE_CHECKING:  # imported where used: `layersched --help` need not load httpx
@@ -418,9 +419,11 @@ def cmd_init(args: argparse.Namespace) -> int:
     print(f"created the starter kit of {track.id} ({track.title}) in {target}/: {', '.join(f.name for f in files)}")
     print("next:")
     print(f"  cd {target}")
-    print("  layersched validate .                         # the template works as is")
+    sample = sample_set_name(track.id)
+    validate = "layersched validate ." if sample in (None, "sample") else f"layersched validate . --evalset {sample}"
+    print(f"  {validate:<46}# the template works as is")
     steps = _kit_steps_after_init(files)
-    for line in steps or ["layersched validate . && layersched submit . --name first-try"]:
+    for line in steps or [f"{validate} && layersched submit . --name first-try"]:
         print(f"  {line}")
     return 0
 

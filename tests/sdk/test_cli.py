@@ -854,6 +854,18 @@ def test_the_cli_knows_the_tracks_layersched_track_modules_names(tmp_path: Path)
         assert "Traceback" not in refused.stderr and not (tmp_path / "other").exists()
 
 
+def test_init_of_a_track_with_its_own_sample_says_to_validate_on_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A kit of another track than the lab's validates on that track's public sample, not the lab's default."""
+    code, out, err = run(capsys, "init", str(tmp_path / "kit"), "--track", "jobs-v1")
+    assert code == 0, err
+    assert out.splitlines()[3].split("#")[0].rstrip() == "  layersched validate . --evalset jobs-sample"
+    assert (
+        out.splitlines()[-1] == "  layersched validate . --evalset jobs-sample && layersched submit . --name first-try"
+    )
+
+
 def test_init_of_an_unknown_track_lists_the_known_and_writes_nothing(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -266,3 +266,11 @@ def test_dump_quotes_a_table_name_that_is_not_a_bare_key(tmp_path: Path) -> None
     dumped = dump_evalset(es)
     assert '[catalogs."reg.v2"]' in dumped
     assert load_evalset(write(tmp_path, dumped, "again.toml")).commitment == es.commitment
+
+
+def test_each_tracks_public_sample_is_found_by_its_track() -> None:
+    from layersched.sim.evalset.builtin import sample_set_name
+
+    assert sample_set_name("layers-v1") == "sample"
+    assert sample_set_name("jobs-v1") == "jobs-sample"
+    assert sample_set_name("toy-v1") is None

@@ -61,6 +61,7 @@ class JobsTrack(IntegerScenarios):
     title = "Online multi-resource job scheduling (DeepRM)"
     contract = CONTRACT
     policy_arguments = "(env, rng)"
+    action_description = "an int slot index or None"
     baseline_names = tuple(BASELINES)
     reference_baseline = "SJF"
     metric_specs: tuple[MetricSpec, ...] = METRIC_SPECS
