@@ -11,6 +11,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import random
 import statistics
@@ -24,6 +25,8 @@ from layersched.sim.episode import run_lab_baseline
 from layersched.sim.errors import SimError
 from layersched.sim.replay import ReplayEnv
 from layersched.sim.scenario import CloudNode, Scenario
+from layersched.sim.tracks.registry import DEFAULT_TRACK_ID, track_module
+from layersched.sim.tracks.workflows_v1.cli import heft_main
 from layersched.sim.version import SIM_VERSION
 
 
@@ -82,10 +85,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cloud", action="store_true", help="add the cloud node (lab extension 1)")
     parser.add_argument("--baselines", default=",".join(BASELINES), help="comma-separated subset to run")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--track", default=DEFAULT_TRACK_ID, help="the track whose table to print (default: the lab)")
     sub = parser.add_subparsers(dest="command")
     gen = sub.add_parser("catalog", help="generate a synthetic catalog like the lab's make_images.py")
     gen.add_argument("--seed", type=int, default=0, help="random.Random seed (0 is the lab's catalog)")
     gen.add_argument("--out", type=Path, required=True, help="where to write the JSON catalog")
+    heft = sub.add_parser("heft", help="workflows-v1: HEFT's ranks, schedule and makespan for a static DAG (JSON)")
+    heft.add_argument("dag", type=Path, help="the DAG: tasks, edges, W, bandwidth, startup")
+    heft.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
 
 
@@ -107,6 +114,16 @@ def baseline_table(
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "heft":
+        return heft_main(args.dag, as_json=args.json)
+    if args.track != DEFAULT_TRACK_ID:  # another track's table: its package's `table.main(seeds, as_json=)`
+        try:
+            table_module = importlib.import_module(track_module(args.track) + ".table")
+        except (SimError, ImportError) as exc:
+            print(f"error: track {args.track!r} has no baseline table: {exc}", file=sys.stderr)
+            return 2
+        code: int = table_module.main(args.seeds, as_json=args.json)
+        return code
     try:
         if args.command == "catalog":
             catalog = synthetic_catalog(random.Random(args.seed), name=args.out.stem)
