@@ -18,7 +18,10 @@ from layersched.sim.tracks.interface import Track
 
 DEFAULT_TRACK_ID = "layers-v1"
 # The built-in tracks: id -> the module that defines TRACK.
-BUILTIN_MODULES: dict[str, str] = {"layers-v1": "layersched.sim.tracks.layers_v1"}
+BUILTIN_MODULES: dict[str, str] = {
+    "layers-v1": "layersched.sim.tracks.layers_v1",
+    "workflows-v1": "layersched.sim.tracks.workflows_v1",
+}
 _ID = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*-v[1-9][0-9]*")
 
 _registered: dict[str, tuple[Track, str]] = {}

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Generic, TypeVar
 
-from layersched.sim.tracks.workflows_v1.dag import StaticDag, topological_order
+from layersched.sim.tracks.workflows_v1.dag import StaticDag
 
 # Times are floats (the online baseline) or Fractions (the exact planner): the same rules in either.
 T = TypeVar("T", float, Fraction)
@@ -127,26 +127,37 @@ class HeftPlan:
         return sorted(self.slots, key=lambda s: s.start)
 
 
-def exact_ranks(dag: StaticDag) -> list[Fraction]:
-    """The upward ranks of ``dag`` as exact fractions."""
-    p = dag.n_procs
+def paper_ranks(
+    costs: Sequence[Sequence[float | None]],
+    children: Sequence[Sequence[tuple[int, float]]],
+    bandwidth: Sequence[Sequence[float]],
+    startup: Sequence[Sequence[float]],
+) -> list[Fraction]:
+    """The upward ranks, exact, from each task's costs per processor (None: cannot run there), its children
+    ``(j, data)`` and the per-pair bandwidth and startup matrices (the diagonals are not read)."""
+    p = len(bandwidth)
     pairs = [(q, r) for q in range(p) for r in range(p) if q != r]
     mean_cost = []
-    for row in dag.costs:
+    for row in costs:
         allowed = [Fraction(c) for c in row if c is not None]
         mean_cost.append(sum(allowed, Fraction(0)) / len(allowed))
-    if pairs:
-        mean_bw = sum((Fraction(dag.bandwidth[q][r]) for q, r in pairs), Fraction(0)) / len(pairs)
-        mean_startup = sum((Fraction(dag.startup[q][r]) for q, r in pairs), Fraction(0)) / len(pairs)
+    mean_bw = sum((Fraction(bandwidth[q][r]) for q, r in pairs), Fraction(0)) / max(1, len(pairs))
+    mean_startup = sum((Fraction(startup[q][r]) for q, r in pairs), Fraction(0)) / max(1, len(pairs))
 
-        def mean_comm(data: float) -> Fraction:
-            return mean_startup + Fraction(data) / mean_bw
-    else:
+    def mean_comm(data: float) -> Fraction:
+        return mean_startup + Fraction(data) / mean_bw if pairs else Fraction(0)
 
-        def mean_comm(data: float) -> Fraction:
-            return Fraction(0)
+    parents: list[list[tuple[int, float]]] = [[] for _ in costs]
+    for u, kids in enumerate(children):
+        for v, data in kids:
+            parents[v].append((u, data))
+    order = rank_order([Fraction(0)] * len(costs), parents)  # any topological order will do
+    return upward_ranks(children, mean_cost, mean_comm, order)
 
-    return upward_ranks(dag.children(), mean_cost, mean_comm, topological_order(dag))
+
+def exact_ranks(dag: StaticDag) -> list[Fraction]:
+    """The upward ranks of ``dag`` as exact fractions."""
+    return paper_ranks(dag.costs, dag.children(), dag.bandwidth, dag.startup)
 
 
 def heft(dag: StaticDag) -> HeftPlan:
