@@ -144,7 +144,7 @@ class WorkflowEpisode:
     def __init__(self, scenario: WorkflowScenario, workload: random.Random) -> None:
         self.scenario = scenario
         self.cluster = build_cluster(scenario)
-        self._workload = workload
+        self._workload: random.Random | None = workload
         self.workflows: list[Workflow] = []
         self.drawn = False
 
@@ -155,7 +155,9 @@ class WorkflowEpisode:
         if self.drawn:
             return
         self.drawn = True
+        assert self._workload is not None
         self.workflows = draw_workflows(self.scenario, self.cluster, self._workload)
+        self._workload = None  # drawn: a keyed source is never copied along with the episode (run_policies)
         n_vms = len(self.cluster.cores)
         self.offset = [0]
         for wf in self.workflows:

@@ -1,0 +1,144 @@
+"""workflows-v1 as a track: its metrics by hand, its wire form, its evaluation sets, its contract check."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from layersched.sim.errors import EvalSetError, PolicyError
+from layersched.sim.evalset import baseline_scores, dump_evalset, load_evalset, score_baselines
+from layersched.sim.keyed_random import KeyedRandom
+from layersched.sim.tracks import get_track
+from layersched.sim.tracks.workflows_v1 import TRACK
+from layersched.sim.tracks.workflows_v1.dag import parse_dag
+from layersched.sim.tracks.workflows_v1.scenario import WorkflowScenario, static_scenario
+from tests.sim.workflows.paper import paper_json
+
+# a on P0 (0-3); b can only run on P1: 6 GB at bandwidth 2 arrive at 6, b runs 6-8.
+TWO = {"tasks": ["a", "b"], "edges": [["a", "b", 6]], "W": [[3, None], [None, 2]], "bandwidth": [[1, 2], [2, 1]]}
+
+
+def test_the_metrics_of_a_two_task_dag_by_hand():
+    run = TRACK.run_episode(static_scenario(parse_dag(TWO)), TRACK.baseline("HEFT"), random.Random(0), random.Random(0))
+    m = run.metrics
+    assert (m.mean_completion, m.p95_completion, m.makespan) == (8.0, 8.0, 8.0)
+    # 3 + 2 core-seconds of the 2 x 8 there were; memory alike (1 GB each).
+    assert (m.cpu_utilisation, m.memory_utilisation) == (5 / 16, 5 / 16)
+    assert m.weighted_utilisation == pytest.approx(0.375 * 5 / 16 + 0.625 * 5 / 16)
+    # a: ready 0, deadline 6, done 3. b: ready 3 (a finished), deadline 3 + 2 * 2 = 7, done 8: late.
+    assert m.sla_violation_rate == 0.5
+
+
+def test_the_track_is_registered_and_names_its_reference():
+    assert get_track("workflows-v1") is TRACK
+    assert TRACK.reference_baseline == "HEFT" and TRACK.primary_metric == "mean_completion"
+    assert TRACK.baseline_names == ("FCFS", "HEFT", "MinMin", "Random")
+    with pytest.raises(KeyError, match="unknown baseline 'X'; known: FCFS, HEFT, MinMin, Random"):
+        TRACK.baseline("X")
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        WorkflowScenario(),
+        WorkflowScenario(vm_counts=(1, 0, 3), families=("ml",)),
+        static_scenario(parse_dag(paper_json())),
+    ],
+    ids=["default", "custom", "static"],
+)
+def test_a_scenario_survives_the_wire_with_its_hash(scenario):
+    back = TRACK.scenario_from_wire(TRACK.scenario_to_wire(scenario))
+    assert back == scenario
+    assert TRACK.scenario_hash(back) == TRACK.scenario_hash(scenario)
+
+
+def test_scenarios_differing_in_any_field_hash_differently():
+    hashes = {
+        TRACK.scenario_hash(s)
+        for s in (WorkflowScenario(), WorkflowScenario(spread=0.2), WorkflowScenario(deterministic=True),
+                  WorkflowScenario(arrival_rate=0.0), WorkflowScenario(vm_counts=(2, 2, 2)))
+    }  # fmt: skip
+    assert len(hashes) == 5
+
+
+def test_a_keyed_workload_plays_like_any_random():
+    key = bytes(range(32))
+    runs = [
+        TRACK.run_episode(
+            WorkflowScenario(n_workflows=2), TRACK.baseline("FCFS"), KeyedRandom(key, "e"), random.Random(0)
+        )
+        for _ in range(2)
+    ]
+    assert runs[0].metrics == runs[1].metrics and runs[0].metrics.mean_completion > 0
+
+
+def test_check_policy_names_the_bad_reply():
+    with pytest.raises(PolicyError, match=r"^step 0: action 0.0 \(float\) is not an int \(return int\(\.\.\.\)\)$"):
+        TRACK.check_policy(lambda view, rng: 0.0, WorkflowScenario())
+    TRACK.check_policy(TRACK.baseline("HEFT"), WorkflowScenario())
+
+
+SET = """
+format = "layersched-evalset"
+version = 1
+name = "flows"
+track = "workflows-v1"
+
+[[scenario]]
+name = "two"
+n_workflows = 2
+vm_counts = [1, 1, 1]
+families = ["ml", "etl"]
+episodes = [{ seed = 0 }, { id = "h", key = "00112233445566778899aabbccddeeff" }]
+
+[[scenario]]
+name = "static-ml"
+weight = 2.0
+n_workflows = 2
+arrival_rate = 0.0
+spread = 0.05
+deterministic = true
+families = ["ml"]
+episodes = [{ seed = 1 }]
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "set.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_an_evaluation_set_of_the_track_loads_dumps_back_and_scores(tmp_path):
+    es = load_evalset(write(tmp_path, SET))
+    assert es.track == "workflows-v1" and es.hidden
+    assert es.scenarios[0].scenario == WorkflowScenario(n_workflows=2, vm_counts=(1, 1, 1), families=("ml", "etl"))
+    again = load_evalset(write(tmp_path, dump_evalset(es), "again.toml"))
+    assert (again.commitment, again.canonical()) == (es.commitment, es.canonical())
+    records = score_baselines(es, tmp_path / "cache")
+    assert list(records) == list(TRACK.baseline_names)
+    scores = baseline_scores(es, tmp_path / "cache", "public")
+    assert scores["HEFT"].overall == 1.0
+    assert scores["Random"].overall > 1.0
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("vm_counts = [1, 1, 1]", "vm_counts = [1, 1]", "scenario 'two': vm_counts must be 3 counts >= 0 (small, "
+         "medium, large), at least one VM; got (1, 1)"),
+        ('families = ["ml", "etl"]', 'families = ["ml", "web"]', "scenario 'two': families must be some of "
+         "montecarlo, ml, etl; got 'web'"),
+        ("n_workflows = 2\nvm", "n_workflows = 0\nvm", "scenario 'two': n_workflows must be an integer >= 1, got 0"),
+        ("deterministic = true", "deterministic = 1",
+         "scenario 'static-ml': deterministic must be true or false, got 1"),
+    ],
+    ids=["vm-counts", "family", "n-workflows", "deterministic"],
+)  # fmt: skip
+def test_a_bad_scenario_is_named(tmp_path, old, new, message):
+    path = write(tmp_path, SET.replace(old, new, 1))
+    with pytest.raises(EvalSetError) as exc:
+        load_evalset(path)
+    assert str(exc.value) == f"{path}: {message}"
