@@ -38,8 +38,8 @@ VANDAL = """
     heft = Heft()
 
 
-    def policy(view, rng):
-        action = heft(view, rng)
+    def policy(view, candidates, rng):
+        action = heft(view, candidates, rng)
         for wf in view.workflows.values():
             for t in wf.tasks:
                 t.status, t.means, t.parents = "done", (1.0,) * view.n_vms, ()
@@ -84,11 +84,11 @@ PEEK = """
         return None
 
 
-    def policy(view, rng):
+    def policy(view, candidates, rng):
         found = leaks(view)
         if found is not None:
             return f"found {found}"
-        return heft(view, rng)
+        return heft(view, candidates, rng)
 """
 
 
@@ -133,10 +133,10 @@ def test_sandboxed_episodes_match_the_in_process_run(tmp_path, source, baseline)
 
 
 def test_an_out_of_range_reply_ends_the_episode_with_the_tracks_message(tmp_path):
-    jobs, outcomes = run(tmp_path, "def policy(view, rng):\n    return -5\n")
+    jobs, outcomes = run(tmp_path, "def policy(view, candidates, rng):\n    return -5\n")
     for job, outcome in zip(jobs, outcomes, strict=True):
         with pytest.raises(PolicyError) as expected:
-            TRACK.run_episode(SCENARIO, lambda view, rng: -5, job.episode.workload_rng(), random.Random(0))
+            TRACK.run_episode(SCENARIO, lambda view, candidates, rng: -5, job.episode.workload_rng(), random.Random(0))
         assert outcome.status == "invalid_action"
         assert outcome.message == str(expected.value)
         assert outcome.message.startswith("step 0: action -5 is not -1 (wait) or one of 0..")

@@ -23,8 +23,9 @@ from layersched.sim.tracks.workflows_v1.schema import WorkflowSchema
 from layersched.sim.tracks.workflows_v1.view import WAIT
 
 CONTRACT = f"""\
-policy(view, rng) -> int: one decision. {WAIT} (WAIT) places nothing more now and waits for the next arrival or
-finish; view.action(c, v) = c * view.n_vms + v puts the task view.candidates[c] on VM v.
+policy(view, candidates, rng) -> int: one decision. {WAIT} (WAIT) places nothing more now and waits for the next
+arrival or finish; view.action(c, v) = c * view.n_vms + v puts the task candidates[c] on VM v.
+candidates is view.candidates: the unplaced tasks whose parents are all placed (by workflow, then task index).
 view is a WorkflowView of the present, built afresh for each decision (change it as you like): time; vms (type,
 cores, memory, speed, bandwidth, free cores and memory, running tasks and queue); workflows, every arrived and
 unfinished one with its whole DAG (per task: cores, memory, priority, parents and children with data in GB, the mean
@@ -43,7 +44,7 @@ class WorkflowsTrack(WorkflowSchema):
     id = "workflows-v1"
     title = "DAG workflows on heterogeneous VMs"
     contract = CONTRACT
-    policy_arguments = "(view, rng)"
+    policy_arguments = "(view, candidates, rng)"
     baseline_names = tuple(BASELINES)
     reference_baseline = "HEFT"
     metric_specs: tuple[MetricSpec, ...] = (
@@ -56,7 +57,7 @@ class WorkflowsTrack(WorkflowSchema):
         MetricSpec("sla_violation_rate", "share of tasks finishing 2x their mean duration after ready"),
     )
     primary_metric = "mean_completion"
-    # Not written yet (issue 20): the name is what `layersched init --track` will copy.
+    # A minimal kit for now (one policy and a README); the GCN kit of issue 20 is to come.
     starter = ("layersched.sim.tracks.workflows_v1", "starter")
 
     def baseline(self, name: str) -> Policy:

@@ -1,4 +1,4 @@
-"""The baselines of ``workflows-v1``: FCFS, HEFT (online), Min-Min and Random; each is ``policy(view, rng)``.
+"""The baselines of ``workflows-v1``: FCFS, HEFT (online), Min-Min and Random, each ``policy(view, candidates, rng)``.
 
 * **FCFS** (the seed's start-now dispatch): the ready candidate (all parents finished) that became ready first
   (ties: earlier workflow, lower index) goes to the lowest-index VM that can start it now (an empty queue, and its
@@ -26,7 +26,7 @@ from typing import Any
 from layersched.sim.tracks.workflows_v1.heft import Timeline, paper_ranks
 from layersched.sim.tracks.workflows_v1.view import WAIT, TaskKey, TaskView, WorkflowView
 
-Policy = Callable[[WorkflowView, random.Random], int]
+Policy = Callable[[WorkflowView, list[TaskView], random.Random], int]
 
 
 def can_wait(view: WorkflowView) -> bool:
@@ -45,7 +45,7 @@ def _ready(view: WorkflowView) -> list[tuple[int, TaskView]]:
     return [(c, t) for c, t in enumerate(view.candidates) if t.ready is not None]
 
 
-def fcfs(view: WorkflowView, rng: random.Random) -> int:
+def fcfs(view: WorkflowView, candidates: list[TaskView], rng: random.Random) -> int:
     for c, task in sorted(_ready(view), key=lambda ct: (ct[1].ready, ct[1].workflow, ct[1].index)):
         for v in range(view.n_vms):
             if _starts_now(view, task, v):
@@ -63,7 +63,7 @@ def _input_delay(view: WorkflowView, task: TaskView, v: int) -> float:
     return delay
 
 
-def min_min(view: WorkflowView, rng: random.Random) -> int:
+def min_min(view: WorkflowView, candidates: list[TaskView], rng: random.Random) -> int:
     best: tuple[float, int] | None = None
     for c, task in _ready(view):
         for v in range(view.n_vms):
@@ -76,7 +76,7 @@ def min_min(view: WorkflowView, rng: random.Random) -> int:
     return WAIT if best is None else best[1]
 
 
-def random_policy(view: WorkflowView, rng: random.Random) -> int:
+def random_policy(view: WorkflowView, candidates: list[TaskView], rng: random.Random) -> int:
     actions = [
         view.action(c, v) for c, t in enumerate(view.candidates) for v in range(view.n_vms) if view.can_run(t, v)
     ]
@@ -98,7 +98,7 @@ class Heft:
         self._plan: list[tuple[TaskKey, int]] = []
         self._expect: Any = None
 
-    def __call__(self, view: WorkflowView, rng: random.Random) -> int:
+    def __call__(self, view: WorkflowView, candidates: list[TaskView], rng: random.Random) -> int:
         if self._plan and self._signature(view) == self._expect:
             key, vm = self._plan.pop(0)
         else:

@@ -106,11 +106,12 @@ class WorkflowSimulator:
 
 
 class WorkflowReplica:
-    """``Replica``: a ``ViewKeeper`` per episode; ``policy(view, rng)`` gets a fresh view per decision."""
+    """``Replica``: a ``ViewKeeper`` per episode; ``policy(view, candidates, rng)`` gets a fresh view per decision."""
 
     def __init__(self, scenario: WorkflowScenario) -> None:
         self.n_vms = scenario.n_vms
         self.keeper: ViewKeeper | None = None
+        self.limit = 0  # actions below it may be placements (candidates x VMs)
 
     def start(self, message: dict[str, Any]) -> None:
         self.keeper = ViewKeeper(message)
@@ -119,7 +120,8 @@ class WorkflowReplica:
         assert self.keeper is not None
         self.keeper.apply(payload)
         self.limit = len(self.keeper.candidates) * self.n_vms
-        return policy(self.keeper.view(), rng)
+        view = self.keeper.view()
+        return policy(view, view.candidates, rng)
 
     def accepted(self, action: int) -> None:
         return None  # the next payload says what the action changed

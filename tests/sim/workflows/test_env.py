@@ -16,7 +16,7 @@ from layersched.sim.tracks.workflows_v1.families import FAMILIES, SIZES, draw_wo
 from layersched.sim.tracks.workflows_v1.heft import heft
 from layersched.sim.tracks.workflows_v1.sandbox import WorkflowReplica, WorkflowSimulator, payload
 from layersched.sim.tracks.workflows_v1.scenario import WorkflowScenario, static_scenario
-from layersched.sim.tracks.workflows_v1.view import WAIT, ViewKeeper, WorkflowView
+from layersched.sim.tracks.workflows_v1.view import WAIT, TaskView, ViewKeeper, WorkflowView
 from tests.sim.workflows.paper import MAKESPAN, paper_json
 
 PAPER = parse_dag(paper_json())
@@ -27,7 +27,7 @@ def plan_follower(dag):
     """Carries out ``heft(dag)``'s plan: each decision, the unplaced task of earliest planned start on its processor."""
     order = [(s.task, s.proc) for s in heft(dag).by_start()]
 
-    def policy(view: WorkflowView, rng: random.Random) -> int:
+    def policy(view: WorkflowView, candidates: list[TaskView], rng: random.Random) -> int:
         placed = {t.index for t in view.workflows[0].tasks if t.status != "waiting"}
         task, proc = next((t, p) for t, p in order if t not in placed)
         candidate = [t.index for t in view.candidates].index(task)
@@ -69,7 +69,7 @@ def truth_checking(policy):
     """Wraps ``policy``: each decision, its view must equal the view a fresh keeper builds from the whole truth."""
     state = {}
 
-    def checked(view, rng):
+    def checked(view, candidates, rng):
         episode = state["episode"]
         fresh = ViewKeeper(state["start"])
         fresh.apply(payload(episode, 0, everything=True))
@@ -78,7 +78,7 @@ def truth_checking(policy):
             for t in wf.tasks:
                 assert (t.finish is None) == (t.status != "done")  # no actual duration before it is over
         assert set(view.workflows) == {w for w in range(episode.arrived) if episode.done_at[w] is None}
-        return policy(view, rng)
+        return policy(view, candidates, rng)
 
     return checked, state
 
@@ -103,8 +103,8 @@ def test_every_view_is_the_whole_truth_and_only_the_present(name):
 
 
 def vandal(policy):
-    def wrecks(view, rng):
-        action = policy(view, rng)
+    def wrecks(view, candidates, rng):
+        action = policy(view, candidates, rng)
         for wf in view.workflows.values():
             for t in wf.tasks:
                 t.status, t.means, t.finish = "done", (1.0,) * view.n_vms, 0.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -76,7 +77,7 @@ def test_a_keyed_workload_plays_like_any_random():
 
 def test_check_policy_names_the_bad_reply():
     with pytest.raises(PolicyError, match=r"^step 0: action 0.0 \(float\) is not an int \(return int\(\.\.\.\)\)$"):
-        TRACK.check_policy(lambda view, rng: 0.0, WorkflowScenario())
+        TRACK.check_policy(lambda view, candidates, rng: 0.0, WorkflowScenario())
     TRACK.check_policy(TRACK.baseline("HEFT"), WorkflowScenario())
 
 
@@ -142,3 +143,14 @@ def test_a_bad_scenario_is_named(tmp_path, old, new, message):
     with pytest.raises(EvalSetError) as exc:
         load_evalset(path)
     assert str(exc.value) == f"{path}: {message}"
+
+
+def test_the_starter_kit_holds_a_policy_that_keeps_the_contract():
+    package, folder = TRACK.starter
+    files = {f.name: f for f in resources.files(package).joinpath(folder).iterdir() if f.name.endswith((".py", ".md"))}
+    assert set(files) == {"policy.py", "README.md"}
+    namespace: dict = {}
+    exec(files["policy.py"].read_text(), namespace)
+    TRACK.check_policy(namespace["policy"], WorkflowScenario())
+    run = TRACK.run_episode(WorkflowScenario(n_workflows=3), namespace["policy"], random.Random(0), random.Random(0))
+    assert run.metrics.mean_completion > 0
