@@ -27,6 +27,7 @@ task that has not started always has its parents started and nothing before it i
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import random
 from collections import deque
@@ -77,7 +78,10 @@ class Cluster:
         return 0.0 if p == q else self.startup[p][q] + data / self.rate[p][q]
 
     def to_json(self) -> dict[str, Any]:
-        return {k: [list(r) if isinstance(r, tuple) else r for r in getattr(self, k)] for k in self.__annotations__}
+        return {
+            f.name: [list(r) if isinstance(r, tuple) else r for r in getattr(self, f.name)]
+            for f in dataclasses.fields(self)
+        }
 
 
 def build_cluster(scenario: WorkflowScenario) -> Cluster:

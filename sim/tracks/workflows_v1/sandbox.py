@@ -33,7 +33,7 @@ def payload(episode: WorkflowEpisode, announced: int, *, everything: bool = Fals
         [wf.id, wf.family, wf.arrival, [[t.cores, t.memory_gb, t.priority, [list(p) for p in t.parents], list(m)]
                                          for t, m in zip(wf.tasks, wf.means, strict=True)]]
         for wf in episode.workflows[first : episode.arrived]
-        if everything is False or episode.done_at[wf.id] is None
+        if not (everything and episode.done_at[wf.id] is not None)
     ]  # fmt: skip
     if everything:
         dirty = [g for w in range(episode.arrived) for g in range(episode.offset[w], episode.offset[w + 1])]

@@ -36,27 +36,31 @@ def plan_follower(dag):
     return policy
 
 
+class Spy(WorkflowSimulator):
+    """Keeps the trusted episode it hands out (and its start message) in ``state``, for the test to inspect."""
+
+    def __init__(self, scenario, state):
+        super().__init__(scenario)
+        self.state = state
+
+    def episode(self, workload):
+        trusted = super().episode(workload)
+        self.state["episode"] = trusted.episode
+        self.state["start"] = trusted.start_message()
+        return trusted
+
+
 def test_the_environment_carrying_out_heft_plan_reproduces_the_paper():
-    scenario = static_scenario(PAPER)
-    episode = WorkflowEpisode(scenario, random.Random(0))
-    simulator = WorkflowSimulator(scenario)
-    simulator.episode = lambda workload: _wrap(episode, scenario)  # type: ignore[method-assign]
+    scenario, state = static_scenario(PAPER), {}
     actions, metrics = play_episode(
-        simulator, WorkflowReplica(scenario), plan_follower(PAPER), random.Random(0), random.Random(0)
+        Spy(scenario, state), WorkflowReplica(scenario), plan_follower(PAPER), random.Random(0), random.Random(0)
     )
     assert metrics.makespan == MAKESPAN
     assert metrics.mean_completion == MAKESPAN  # one workflow, arriving at 0
+    episode = state["episode"]
     slots = {s.task: (s.proc, s.start, s.finish) for s in heft(PAPER).slots}
     assert {g: (episode.vm[g], episode.start[g], episode.finish[g]) for g in range(10)} == slots
     assert len(actions) == 10  # ten placements, never a wait
-
-
-def _wrap(episode, scenario):
-    from layersched.sim.tracks.workflows_v1.sandbox import WorkflowTrusted
-
-    trusted = WorkflowTrusted(scenario, random.Random(0))
-    trusted.episode = episode
-    return trusted
 
 
 def test_the_online_heft_baseline_makes_the_papers_makespan():
@@ -81,18 +85,6 @@ def truth_checking(policy):
         return policy(view, candidates, rng)
 
     return checked, state
-
-
-class Spy(WorkflowSimulator):
-    def __init__(self, scenario, state):
-        super().__init__(scenario)
-        self.state = state
-
-    def episode(self, workload):
-        trusted = super().episode(workload)
-        self.state["episode"] = trusted.episode
-        self.state["start"] = trusted.start_message()
-        return trusted
 
 
 @pytest.mark.parametrize("name", TRACK.baseline_names)
