@@ -3,7 +3,8 @@
 Modules: ``vms`` (the VM types), ``families`` (the three workflow families), ``scenario``, ``env`` (the rules and
 the authoritative episode), ``view`` (what a policy sees), ``sandbox`` (payloads, trusted side and replica),
 ``baselines``, ``dag`` and ``heft`` (HEFT as a planner over a static DAG, and its CLI in ``cli``), ``schema`` (the
-evaluation-set keys) and ``table`` (the baseline table). The rules are in ``env`` and docs/tracks/workflows-v1.md.
+evaluation-set keys), ``table`` (the baseline table), and the importers of real structures ``wfformat`` and
+``alibaba`` (into ``structure.WorkflowStructure``). The rules are in ``env`` and docs/tracks/workflows-v1.md.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ q costs ``startup[p][q] + data / bandwidth[p][q]``, and nothing on the same proc
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 from collections.abc import Sequence
@@ -119,24 +120,31 @@ class StaticDag:
 
 
 def topological_order(dag: StaticDag) -> list[int]:
-    """Kahn's order, lowest index first among the free tasks; ``WorkflowError`` names a task on a cycle."""
-    indegree = [0] * dag.n_tasks
-    for _, v, _ in dag.edges:
+    """Kahn's order of ``dag``, lowest index first among the free tasks (``edge_order``)."""
+    return edge_order(dag.ids, dag.edges)
+
+
+def edge_order(ids: Sequence[str], edges: Sequence[tuple[int, int, float]]) -> list[int]:
+    """Kahn's order of tasks ``ids`` under ``edges``, lowest index first among the free tasks; ``WorkflowError``
+    names a task on a cycle."""
+    indegree = [0] * len(ids)
+    children: list[list[int]] = [[] for _ in ids]
+    for u, v, _ in edges:
         indegree[v] += 1
-    children = dag.children()
-    free = sorted(i for i, d in enumerate(indegree) if d == 0)
+        children[u].append(v)
+    free = [i for i, d in enumerate(indegree) if d == 0]
+    heapq.heapify(free)
     order: list[int] = []
     while free:
-        u = free.pop(0)
+        u = heapq.heappop(free)
         order.append(u)
-        for v, _ in children[u]:
+        for v in children[u]:
             indegree[v] -= 1
             if indegree[v] == 0:
-                free.append(v)
-        free.sort()
-    if len(order) < dag.n_tasks:
+                heapq.heappush(free, v)
+    if len(order) < len(ids):
         stuck = min(i for i, d in enumerate(indegree) if d > 0)
-        raise WorkflowError(f"the DAG has a cycle through task {dag.ids[stuck]!r}")
+        raise WorkflowError(f"the DAG has a cycle through task {ids[stuck]!r}")
     return order
 
 
@@ -203,16 +211,21 @@ def parse_dag(raw: Any) -> StaticDag:
     return StaticDag.build(ids, edges, costs, bandwidth, _startup(raw.get("startup"), len(bandwidth)))
 
 
-def load_dag(path: Path) -> StaticDag:
-    """``parse_dag`` of a file; ``WorkflowError`` for a missing file or bad JSON, naming the path."""
+def read_json(path: Path) -> Any:
+    """A JSON file's value; ``WorkflowError`` for a missing file or bad JSON, naming the path."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise WorkflowError(f"cannot read {str(path)!r}: {exc.strerror}") from None
     try:
-        raw = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise WorkflowError(f"{str(path)!r}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+
+
+def load_dag(path: Path) -> StaticDag:
+    """``parse_dag`` of a file; ``WorkflowError`` for a missing file or bad JSON, naming the path."""
+    raw = read_json(path)
     try:
         return parse_dag(raw)
     except WorkflowError as exc:
