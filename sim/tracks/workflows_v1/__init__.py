@@ -116,7 +116,9 @@ class WorkflowsTrack(WorkflowSchema):
         )
 
     def make_gym_env(self, scenario: WorkflowScenario | None = None) -> Any:
-        raise NotImplementedError("workflows-v1 has no Gymnasium environment yet (issue 20)")
+        from layersched.sim.tracks.workflows_v1.gym_env import WorkflowGymEnv  # gymnasium is optional
+
+        return WorkflowGymEnv(scenario)
 
 
 class WorkflowRun:
