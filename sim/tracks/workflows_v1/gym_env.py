@@ -54,7 +54,7 @@ class WorkflowGymEnv(gym.Env[Obs, np.int64]):
         self.scenario = scenario or WorkflowScenario()
         self.max_tasks, self.max_edges, self.max_candidates = max_tasks, max_edges, max_candidates
         n_vms = self.n_vms = self.scenario.n_vms
-        self.observation_space = spaces.Dict(
+        self.spaces = spaces.Dict(
             {
                 "nodes": spaces.Box(0.0, _BOUND, (max_tasks, N_NODE_FEATURES), np.float32),
                 "node_mask": spaces.MultiBinary(max_tasks),
@@ -65,6 +65,8 @@ class WorkflowGymEnv(gym.Env[Obs, np.int64]):
                 "time": spaces.Box(0.0, _BOUND, (1,), np.float32),
             }
         )
+        # gymnasium types a Dict space as a space of objects, not of our dict of arrays.
+        self.observation_space = self.spaces  # type: ignore[assignment]
         self.action_space: spaces.Discrete = spaces.Discrete(1 + max_candidates * n_vms)
         self._trusted: WorkflowTrusted | None = None
         self.workload_seed: int | None = None
@@ -116,7 +118,8 @@ class WorkflowGymEnv(gym.Env[Obs, np.int64]):
 
     def action_masks(self) -> npt.NDArray[np.int8]:
         """The allowed actions now (sb3-contrib's MaskablePPO reads this)."""
-        return self._mask.copy()
+        mask: npt.NDArray[np.int8] = self._mask.copy()
+        return mask
 
     # ------------------------------------------------------------------ helpers
 
@@ -133,7 +136,7 @@ class WorkflowGymEnv(gym.Env[Obs, np.int64]):
         return {"action_mask": self._mask.copy(), "replaced": replaced}
 
     def _empty(self) -> Obs:
-        obs: Obs = {k: np.zeros(s.shape, dtype=s.dtype) for k, s in self.observation_space.spaces.items()}
+        obs: Obs = {k: np.zeros(s.shape or (), dtype=s.dtype) for k, s in self.spaces.spaces.items()}
         return obs
 
     def _observe(self) -> Obs:
