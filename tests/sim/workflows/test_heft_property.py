@@ -71,7 +71,9 @@ def test_the_online_heft_baseline_makes_the_planners_schedule_on_a_static_dag(da
     _, metrics = play_episode(
         Spy(scenario, state), WorkflowReplica(scenario), Heft(), random.Random(0), random.Random(0)
     )
+    plan = heft(dag)
     episode = state["episode"]
     assert {g: (episode.vm[g], episode.start[g], episode.finish[g]) for g in range(dag.n_tasks)} == {
-        s.task: (s.proc, s.start, s.finish) for s in heft(dag).slots
+        s.task: (s.proc, s.start, s.finish) for s in plan.slots
     }
+    assert metrics.makespan == plan.makespan
