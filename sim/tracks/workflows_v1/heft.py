@@ -11,15 +11,17 @@
    after the time its inputs arrive, even between two tasks already booked. Equal finish times go to the lower
    processor index.
 
-Ties are real ties: the arithmetic is exact (``fractions.Fraction`` of the given floats), so the paper's T2 ranks
-exactly 80 where floats make it 79.99999999999999. ``Timeline`` is the insertion rule for a processor of any
-capacity (cores and memory), which the online baseline reuses on multi-core VMs; the paper's processor is
-capacity 1 with tasks of demand 1.
+Ties are real ties: the arithmetic is exact (ranks in ``fractions.Fraction`` of the given floats, the schedule in
+integer ticks of a common denominator), so the paper's T2 ranks exactly 80 where floats make it 79.99999999999999.
+``Timeline`` is the insertion rule for a processor of any capacity (cores and memory), which the online baseline
+reuses on multi-core VMs; the paper's processor is capacity 1 with tasks of demand 1.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -27,8 +29,8 @@ from typing import Generic, TypeVar
 
 from layersched.sim.tracks.workflows_v1.dag import StaticDag
 
-# Times are floats (the online baseline) or Fractions (the exact planner): the same rules in either.
-T = TypeVar("T", float, Fraction)
+# Times are floats (the online baseline) or exact integer ticks (the planner): the same rules in either.
+T = TypeVar("T", int, float, Fraction)
 
 
 class Timeline(Generic[T]):
@@ -37,15 +39,17 @@ class Timeline(Generic[T]):
     def __init__(self, cores: float = 1, memory: float = 1) -> None:
         self.cores = cores
         self.memory = memory
-        self.booked: list[tuple[T, T, float, float]] = []
+        self.booked: list[tuple[T, T, float, float]] = []  # by start (then finish)
 
     def book(self, start: T, finish: T, cores: float = 1, memory: float = 1) -> None:
-        self.booked.append((start, finish, cores, memory))
+        bisect.insort(self.booked, (start, finish, cores, memory))
 
     def earliest_start(self, ready: T, duration: T, cores: float = 1, memory: float = 1) -> T:
         """The earliest ``t >= ready`` such that the task fits beside everything booked over ``[t, t + duration)``.
 
         Only ``ready`` and the finish times after it can be that time: usage only drops at a finish."""
+        if cores >= self.cores and memory >= self.memory:
+            return self._earliest_gap(ready, duration)  # the paper's case: one task at a time
         candidates: set[T] = {f for _, f, _, _ in self.booked if f > ready}
         candidates.add(ready)
         for t in sorted(candidates):
@@ -53,13 +57,26 @@ class Timeline(Generic[T]):
                 return t
         raise AssertionError("unreachable: after the last finish the processor is empty")  # pragma: no cover
 
+    def _earliest_gap(self, ready: T, duration: T) -> T:
+        # A task that needs the whole processor fits only where no booked interval overlaps it: scan the gaps in
+        # start order (every interval before the current one ends by t, since t only grows past their finishes).
+        t = ready
+        for s, f, c, m in self.booked:
+            if f <= t or s == f or (c <= 0 and m <= 0):
+                continue
+            if s >= t + duration and s > t:
+                break
+            t = max(t, f)
+        return t
+
     def _fits(self, lo: T, hi: T, cores: float, memory: float) -> bool:
-        # The load over [lo, hi) is highest at lo or at a booked start inside it.
-        points: list[T] = [s for s, _, _, _ in self.booked if lo < s < hi]
+        # The load over [lo, hi) is highest at lo or at a booked start inside it; only overlapping intervals count.
+        overlapping = [b for b in self.booked if (b[0] < hi and b[1] > lo) or b[0] == lo < b[1]]
+        points: list[T] = [s for s, _, _, _ in overlapping if lo < s]
         points.append(lo)
         for x in points:
             used_c = used_m = 0.0
-            for s, f, c, m in self.booked:
+            for s, f, c, m in overlapping:
                 if s <= x < f:
                     used_c += c
                     used_m += m
@@ -160,35 +177,58 @@ def exact_ranks(dag: StaticDag) -> list[Fraction]:
     return paper_ranks(dag.costs, dag.children(), dag.bandwidth, dag.startup)
 
 
+class _Ticks:
+    """Every time of a static DAG's schedule as an integer number of ticks of ``1 / scale``.
+
+    Costs, startups and data are floats, so exact rationals; ``scale`` is a common multiple of their denominators
+    and of the bandwidths' numerators, so that each cost and each ``startup + data / bandwidth`` is a whole number
+    of ticks. The schedule's sums and comparisons are then exact integer arithmetic, far cheaper than fractions.
+    """
+
+    def __init__(self, dag: StaticDag) -> None:
+        p = dag.n_procs
+        pairs = [(q, r) for q in range(p) for r in range(p) if q != r]
+        bandwidth = {qr: Fraction(dag.bandwidth[qr[0]][qr[1]]) for qr in pairs}
+        denominators = [Fraction(c).denominator for row in dag.costs for c in row if c is not None]
+        denominators += [Fraction(dag.startup[q][r]).denominator for q, r in pairs]
+        denominators += [Fraction(d).denominator for _, _, d in dag.edges]
+        self.scale = math.lcm(*denominators, *(b.numerator for b in bandwidth.values()))
+        self.costs = [[None if c is None else int(Fraction(c) * self.scale) for c in row] for row in dag.costs]
+        self.startup = {qr: int(Fraction(dag.startup[qr[0]][qr[1]]) * self.scale) for qr in pairs}
+        self.bandwidth = bandwidth
+
+    def comm(self, data: float, q: int, r: int) -> int:
+        if q == r:
+            return 0
+        b = self.bandwidth[(q, r)]
+        scaled = Fraction(data) * self.scale  # a whole number (the scale has data's denominator)...
+        return self.startup[(q, r)] + int(scaled * b.denominator) // b.numerator  # ...and the bandwidth's numerator
+
+    def seconds(self, ticks: int) -> float:
+        return float(Fraction(ticks, self.scale))
+
+
 def heft(dag: StaticDag) -> HeftPlan:
     """HEFT's schedule of ``dag`` (the rules of this module's docstring)."""
     ranks = exact_ranks(dag)
     parents = dag.parents()
-    timelines: list[Timeline[Fraction]] = [Timeline() for _ in range(dag.n_procs)]
-    placed: dict[int, tuple[int, Fraction]] = {}  # task -> (processor, finish)
+    ticks = _Ticks(dag)
+    timelines: list[Timeline[int]] = [Timeline() for _ in range(dag.n_procs)]
+    placed: dict[int, tuple[int, int]] = {}  # task -> (processor, finish)
     slots: list[Slot] = []
     for i in rank_order(ranks, parents):
-        best: tuple[Fraction, int, Fraction] | None = None
-        for p, cost in enumerate(dag.costs[i]):
-            if cost is None:
+        best: tuple[int, int, int] | None = None  # (finish, processor, start)
+        for p, w in enumerate(ticks.costs[i]):
+            if w is None:
                 continue
-            w = Fraction(cost)
-            ready = max(
-                (placed[m][1] + _exact_comm(dag, data, placed[m][0], p) for m, data in parents[i]), default=Fraction(0)
-            )
+            ready = max((placed[m][1] + ticks.comm(data, placed[m][0], p) for m, data in parents[i]), default=0)
             start = timelines[p].earliest_start(ready, w)
-            if best is None or start + w < best[0] + best[2]:
-                best = (start, p, w)
+            if best is None or start + w < best[0]:
+                best = (start + w, p, start)
         assert best is not None  # StaticDag.build: every task can run somewhere
-        start, p, w = best
-        timelines[p].book(start, start + w)
-        placed[i] = (p, start + w)
-        slots.append(Slot(i, p, float(start), float(start + w)))
+        finish, p, start = best
+        timelines[p].book(start, finish)
+        placed[i] = (p, finish)
+        slots.append(Slot(i, p, ticks.seconds(start), ticks.seconds(finish)))
     makespan = max(f for _, f in placed.values())
-    return HeftPlan(tuple(float(r) for r in ranks), tuple(slots), float(makespan))
-
-
-def _exact_comm(dag: StaticDag, data: float, p: int, q: int) -> Fraction:
-    if p == q:
-        return Fraction(0)
-    return Fraction(dag.startup[p][q]) + Fraction(data) / Fraction(dag.bandwidth[p][q])
+    return HeftPlan(tuple(float(r) for r in ranks), tuple(slots), ticks.seconds(makespan))

@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from layersched.sim.tracks.play import play_episode
 from layersched.sim.tracks.workflows_v1.baselines import Heft
 from layersched.sim.tracks.workflows_v1.dag import StaticDag
-from layersched.sim.tracks.workflows_v1.heft import heft
+from layersched.sim.tracks.workflows_v1.heft import Timeline, heft
 from layersched.sim.tracks.workflows_v1.sandbox import WorkflowReplica
 from layersched.sim.tracks.workflows_v1.scenario import static_scenario
+from tests.sim.workflows.reference_heft import reference_heft
 from tests.sim.workflows.test_env import Spy, plan_follower
 
 
@@ -77,3 +78,51 @@ def test_the_online_heft_baseline_makes_the_planners_schedule_on_a_static_dag(da
         s.task: (s.proc, s.start, s.finish) for s in plan.slots
     }
     assert metrics.makespan == plan.makespan
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 40), st.integers(0, 10)), max_size=8),
+    st.integers(0, 50),
+    st.integers(0, 12),
+)
+def test_the_one_task_at_a_time_gap_scan_agrees_with_the_general_rule(booked, ready, duration) -> None:
+    # Book non-overlapping intervals (the only kind a one-at-a-time processor holds), then ask both rules.
+    line: Timeline[float] = Timeline()
+    t = 0
+    for gap, length in booked:
+        start = t + gap
+        line.book(float(start), float(start + length))
+        t = start + length
+    fast = line.earliest_start(float(ready), float(duration))
+    general = min(
+        c for c in sorted({float(ready), *(f for _, f, _, _ in line.booked if f > ready)})
+        if line._fits(c, c + duration, 1, 1)
+    )  # fmt: skip
+    assert fast == general
+
+
+@st.composite
+def any_dags(draw: st.DrawFn) -> StaticDag:
+    """DAGs with fractional costs, data, bandwidths and startups (no exact binary sums)."""
+    dag = draw(dags())
+    values = st.sampled_from([0.1, 0.5, 1, 2.5, 3, 7, 1 / 3])
+    p = dag.n_procs
+    return StaticDag.build(
+        dag.ids,
+        [(u, v, d * draw(values)) for u, v, d in dag.edges],
+        [[None if c is None else c * draw(values) for c in row] for row in dag.costs],
+        [[draw(values) for _ in range(p)] for _ in range(p)],
+        [[draw(values) for _ in range(p)] for _ in range(p)],
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(any_dags())
+def test_heft_schedules_as_a_plain_transcription_of_the_paper(dag: StaticDag) -> None:
+    ranks, schedule = reference_heft(dag)
+    plan = heft(dag)
+    assert plan.ranks == tuple(float(r) for r in ranks)
+    assert {s.task: (s.proc, s.start, s.finish) for s in plan.slots} == {
+        i: (q, float(s), float(f)) for i, (q, s, f) in schedule.items()
+    }
