@@ -71,7 +71,7 @@ class WorkflowTrusted:
     def start_message(self) -> dict[str, Any]:
         return {
             "cluster": self.episode.cluster.to_json(),
-            "spread": 0.0 if self.episode.scenario.deterministic else self.episode.scenario.spread,
+            "spread": self.episode.scenario.duration_spread,
         }
 
     def _payload(self) -> dict[str, Any]:

@@ -56,6 +56,11 @@ class WorkflowScenario:
         return self.dag is not None
 
     @property
+    def duration_spread(self) -> float:
+        """The relative std of actual durations around their means (0 when durations are the means)."""
+        return 0.0 if self.deterministic or self.dag is not None else self.spread
+
+    @property
     def n_vms(self) -> int:
         return self.dag.n_procs if self.dag is not None else sum(self.vm_counts)
 

@@ -154,3 +154,18 @@ def test_the_starter_kit_holds_a_policy_that_keeps_the_contract():
     TRACK.check_policy(namespace["policy"], WorkflowScenario())
     run = TRACK.run_episode(WorkflowScenario(n_workflows=3), namespace["policy"], random.Random(0), random.Random(0))
     assert run.metrics.mean_completion > 0
+
+
+@pytest.mark.parametrize(
+    ("scenario", "spread"),
+    [
+        (WorkflowScenario(spread=0.2), 0.2),
+        (WorkflowScenario(spread=0.2, deterministic=True), 0.0),
+        (WorkflowScenario(spread=0.2, dag=parse_dag(paper_json())), 0.0),
+    ],
+    ids=["noisy", "deterministic", "static"],
+)
+def test_the_view_states_the_spread_the_durations_have(scenario, spread):
+    seen = []
+    TRACK.check_policy(lambda view, candidates, rng: seen.append(view.spread) or 0, scenario)
+    assert set(seen) == {spread}
