@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from importlib import resources
 from pathlib import Path
@@ -15,6 +16,7 @@ from layersched.sim.tracks import get_track
 from layersched.sim.tracks.workflows_v1 import TRACK
 from layersched.sim.tracks.workflows_v1.dag import parse_dag
 from layersched.sim.tracks.workflows_v1.scenario import WorkflowScenario, static_scenario
+from layersched.sim.tracks.workflows_v1.schema import dag_hash
 from tests.sim.workflows.paper import paper_json
 
 # a on P0 (0-3); b can only run on P1: 6 GB at bandwidth 2 arrive at 6, b runs 6-8.
@@ -169,3 +171,65 @@ def test_the_view_states_the_spread_the_durations_have(scenario, spread):
     seen = []
     TRACK.check_policy(lambda view, candidates, rng: seen.append(view.spread) or 0, scenario)
     assert set(seen) == {spread}
+
+
+STATIC_SET = """
+format = "layersched-evalset"
+version = 1
+name = "heft-conformance"
+track = "workflows-v1"
+
+[dags.paper]
+file = "paper.json"
+
+[[scenario]]
+name = "paper"
+dag = "paper"
+episodes = [{ seed = 0 }]
+"""
+
+
+def static_set(tmp_path: Path, text: str = STATIC_SET) -> Path:
+    (tmp_path / "paper.json").write_text(json.dumps(paper_json()), encoding="utf-8")
+    return write(tmp_path, text)
+
+
+def test_a_set_can_hold_a_static_dag_and_commits_to_its_content(tmp_path):
+    es = load_evalset(static_set(tmp_path))
+    assert es.scenarios[0].scenario == static_scenario(parse_dag(paper_json()))
+    digest = dag_hash(parse_dag(paper_json()))
+    assert es.canonical()["dags"] == {"paper": {"sha256": digest}}
+    dumped = dump_evalset(es)
+    assert f'sha256 = "{digest}"' in dumped
+    again = load_evalset(write(tmp_path, dumped, "again.toml"))
+    assert (again.commitment, again.canonical()) == (es.commitment, es.canonical())
+    records = score_baselines(es, tmp_path / "cache")
+    assert records["HEFT"][0].primary == 80.0  # the paper's makespan: one workflow, at time 0
+
+
+def test_a_changed_dag_file_changes_the_commitment(tmp_path):
+    before = load_evalset(static_set(tmp_path)).commitment
+    changed = paper_json()
+    changed["W"][9] = [21, 8, 16]
+    (tmp_path / "paper.json").write_text(json.dumps(changed), encoding="utf-8")
+    assert load_evalset(tmp_path / "set.toml").commitment != before
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('dag = "paper"', 'dag = "nope"', "scenario 'paper': dag must name a DAG of [dags] (known: paper), got 'nope'"),
+        ('dag = "paper"', 'dag = "paper"\nn_workflows = 2', "scenario 'paper': a static DAG scenario takes no "
+         "'n_workflows'"),
+        ('file = "paper.json"', 'file = "paper.json"\nsha256 = "' + "0" * 64 + '"',
+         "dag 'paper': 'paper.json' has content hash {digest}, but the set pins sha256 = " + "0" * 64),
+        ('file = "paper.json"', 'file = "gone.json"', "dag 'paper': cannot read {gone!r}: No such file or directory"),
+    ],
+    ids=["unknown-dag", "mixed-keys", "wrong-pin", "missing-file"],
+)  # fmt: skip
+def test_a_bad_static_scenario_is_named(tmp_path, old, new, message):
+    path = static_set(tmp_path, STATIC_SET.replace(old, new, 1))
+    with pytest.raises(EvalSetError) as exc:
+        load_evalset(path)
+    expected = message.format(digest=dag_hash(parse_dag(paper_json())), gone=str(tmp_path / "gone.json"))
+    assert str(exc.value) == f"{path}: {expected}"
