@@ -114,6 +114,15 @@ def write(tmp_path: Path, text: str, name: str = "set.toml") -> Path:
     return path
 
 
+def assert_refused(tmp_path: Path, text: str, message: str) -> None:
+    """Loading the set ``text`` (next to the paper's DAG file) fails with ``message``, after the file's path."""
+    (tmp_path / "paper.json").write_text(json.dumps(paper_json()), encoding="utf-8")
+    path = write(tmp_path, text)
+    with pytest.raises(EvalSetError) as exc:
+        load_evalset(path)
+    assert str(exc.value) == f"{path}: {message}"
+
+
 def test_an_evaluation_set_of_the_track_loads_dumps_back_and_scores(tmp_path):
     es = load_evalset(write(tmp_path, SET))
     assert es.track == "workflows-v1" and es.hidden
@@ -141,10 +150,7 @@ def test_an_evaluation_set_of_the_track_loads_dumps_back_and_scores(tmp_path):
     ids=["vm-counts", "family", "n-workflows", "deterministic"],
 )  # fmt: skip
 def test_a_bad_scenario_is_named(tmp_path, old, new, message):
-    path = write(tmp_path, SET.replace(old, new, 1))
-    with pytest.raises(EvalSetError) as exc:
-        load_evalset(path)
-    assert str(exc.value) == f"{path}: {message}"
+    assert_refused(tmp_path, SET.replace(old, new, 1), message)
 
 
 def test_the_starter_kit_holds_a_policy_that_keeps_the_contract():
@@ -228,8 +234,7 @@ def test_a_changed_dag_file_changes_the_commitment(tmp_path):
     ids=["unknown-dag", "mixed-keys", "wrong-pin", "missing-file"],
 )  # fmt: skip
 def test_a_bad_static_scenario_is_named(tmp_path, old, new, message):
-    path = static_set(tmp_path, STATIC_SET.replace(old, new, 1))
-    with pytest.raises(EvalSetError) as exc:
-        load_evalset(path)
-    expected = message.format(digest=dag_hash(parse_dag(paper_json())), gone=str(tmp_path / "gone.json"))
-    assert str(exc.value) == f"{path}: {expected}"
+    digest = dag_hash(parse_dag(paper_json()))
+    assert_refused(
+        tmp_path, STATIC_SET.replace(old, new, 1), message.format(digest=digest, gone=str(tmp_path / "gone.json"))
+    )
