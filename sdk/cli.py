@@ -23,7 +23,7 @@ from layersched.sdk.config import LOGIN_HINT, load_config, normalise_server, sav
 from layersched.sdk.errors import AuthError, ConfigError, Forbidden, LayerschedError, WaitTimeout
 from layersched.sdk.progress import ProgressBar, format_bytes
 from layersched.sdk.validate import DEFAULT_DEADLINE_S
-from layersched.sim.cli import positive_float, positive_int
+from layersched.sim.arguments import positive_float, positive_int
 from layersched.sim.errors import SimError
 from layersched.sim.evalset.builtin import sample_set_name
 from layersched.sim.tracks import DEFAULT_TRACK_ID, Track, TrackError, get_track, load_track_module, track_ids

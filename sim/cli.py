@@ -20,6 +20,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from layersched.sim.arguments import parse_seeds, positive_float, positive_int
 from layersched.sim.baselines import BASELINES, Policy
 from layersched.sim.catalog import catalog_summary, load_catalog, synthetic_catalog
 from layersched.sim.episode import run_lab_baseline
@@ -28,45 +29,6 @@ from layersched.sim.replay import ReplayEnv
 from layersched.sim.scenario import CloudNode, Scenario
 from layersched.sim.tracks import DEFAULT_TRACK_ID, TrackError, track_module
 from layersched.sim.version import SIM_VERSION
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``0-4`` or ``0,3,7`` or ``5`` -> a list of seeds."""
-    seeds: list[int] = []
-    try:
-        for part in text.split(","):
-            if "-" in part.strip()[1:]:
-                lo, hi = part.split("-", 1)
-                seeds.extend(range(int(lo), int(hi) + 1))
-            else:
-                seeds.append(int(part))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"seeds must look like 0-4 or 0,3,7, got {text!r}") from None
-    if not seeds:
-        raise argparse.ArgumentTypeError(f"no seeds in {text!r}")
-    return seeds
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (also used by the ``layersched`` CLI)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """argparse type: a number > 0 (also used by the ``layersched`` CLI)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen = sub.add_parser("catalog", help="generate a synthetic catalog like the lab's make_images.py")
     gen.add_argument("--seed", type=int, default=0, help="random.Random seed (0 is the lab's catalog)")
     gen.add_argument("--out", type=Path, required=True, help="where to write the JSON catalog")
+    heft = sub.add_parser("heft", help="workflows-v1: HEFT's ranks, schedule and makespan for a static DAG (JSON)")
+    heft.add_argument("dag", type=Path, help="the DAG: tasks, edges, W, bandwidth, startup")
+    heft.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
 
 
@@ -133,6 +98,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     parser = build_parser()
     args = parser.parse_args(rest)
+    if args.command == "heft":
+        # Imported here: the lab's table never imports numpy (tests/sim/test_lean_episode.py), and the track does.
+        from layersched.sim.tracks.workflows_v1.cli import heft_main
+
+        return heft_main(args.dag, as_json=args.json)
     try:
         if args.command == "catalog":
             catalog = synthetic_catalog(random.Random(args.seed), name=args.out.stem)

@@ -21,6 +21,7 @@ DEFAULT_TRACK_ID = "layers-v1"
 BUILTIN_MODULES: dict[str, str] = {
     "layers-v1": "layersched.sim.tracks.layers_v1",
     "jobs-v1": "layersched.sim.tracks.jobs_v1",
+    "workflows-v1": "layersched.sim.tracks.workflows_v1",
 }
 _ID = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*-v[1-9][0-9]*")
 

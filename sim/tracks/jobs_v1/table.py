@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from layersched.sim.arguments import parse_seeds, positive_float
 from layersched.sim.episodes import EpisodeSpec
 from layersched.sim.tracks.jobs_v1.baselines import BASELINES
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario, expected_load
@@ -29,9 +30,6 @@ from layersched.sim.tracks.jobs_v1.workload import draw_jobs, workload_state
 
 
 def build_parser() -> argparse.ArgumentParser:
-    # The lab's argument types, imported here so that the track's import does not load the lab's CLI.
-    from layersched.sim.cli import parse_seeds, positive_float
-
     # The module's docstring is the help's description: what the figures are, and examples.
     parser = argparse.ArgumentParser("python -m layersched.sim --track jobs-v1", description=__doc__)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
