@@ -421,7 +421,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     print(f"  cd {target}")
     sample = sample_set_name(track.id)
     validate = "layersched validate ." if sample in (None, "sample") else f"layersched validate . --evalset {sample}"
-    print(f"  {validate:<46}# the template works as is")
+    print(f"  {validate:<45} # the template works as is")
     steps = _kit_steps_after_init(files)
     for line in steps or [f"{validate} && layersched submit . --name first-try"]:
         print(f"  {line}")

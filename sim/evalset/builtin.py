@@ -14,7 +14,11 @@ _DATA = Path(__file__).resolve().parents[1] / "data"
 # scores on it by default and ``layersched validate`` scores on it, so their episodes and numbers are the same.
 SAMPLE_PATH = _DATA / "sample.toml"
 # One public sample per track (the lab's first: ``validate`` scores on it when no set is named).
-BUILTIN_SETS: Mapping[str, Path] = {"sample": SAMPLE_PATH, "jobs-sample": _DATA / "jobs_sample.toml"}
+BUILTIN_SETS: Mapping[str, Path] = {
+    "sample": SAMPLE_PATH,
+    "jobs-sample": _DATA / "jobs_sample.toml",
+    "workflows-sample": _DATA / "workflows_sample.toml",
+}
 
 
 def sample_set_name(track_id: str) -> str | None:

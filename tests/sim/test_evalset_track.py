@@ -273,4 +273,5 @@ def test_each_tracks_public_sample_is_found_by_its_track() -> None:
 
     assert sample_set_name("layers-v1") == "sample"
     assert sample_set_name("jobs-v1") == "jobs-sample"
+    assert sample_set_name("workflows-v1") == "workflows-sample"
     assert sample_set_name("toy-v1") is None
