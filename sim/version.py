@@ -28,3 +28,17 @@ def _rules_hash() -> str:
 
 
 RULES_HASH = _rules_hash()
+
+
+def package_rules_hash(package_dir: Path) -> str:
+    """The rules identity of a track that lives wholly in its package: every ``.py`` file's path and bytes, the
+    starter kit's excepted (a student's template is not a rule). The lab's is ``RULES_HASH``."""
+    digest = hashlib.sha256()
+    for path in sorted(package_dir.rglob("*.py")):
+        relative = path.relative_to(package_dir)
+        if relative.parts[0] == "starter":
+            continue
+        digest.update(relative.as_posix().encode())
+        digest.update(b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()

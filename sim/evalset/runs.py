@@ -17,7 +17,7 @@ from layersched.sim.evalset.model import EvalJob, EvalSet, find_track
 from layersched.sim.ordered_pool import Progress, map_ordered
 from layersched.sim.scoring import ScenarioEpisodes, Score, pair_episodes, score
 from layersched.sim.tracks.interface import EpisodeRun, Policy, Track
-from layersched.sim.version import RULES_HASH, SIM_VERSION
+from layersched.sim.version import SIM_VERSION
 
 
 @dataclass(frozen=True)
@@ -122,8 +122,8 @@ def score_baselines(
     """Every baseline's episode records on every episode of ``evalset``, keyed by baseline name.
 
     Results are cached as JSON in ``cache_dir`` under the set's commitment and ``SIM_VERSION``; a cache
-    written by other rules (``RULES_HASH``) is recomputed. Score them with ``layersched.sim.scoring`` against the
-    track's ``reference_baseline``.
+    written by other rules (the track's ``rules_hash``) is recomputed. Score them with ``layersched.sim.scoring``
+    against the track's ``reference_baseline``.
     Episodes are independent: ``workers`` processes share them (the records are the same for any number), and
     ``progress(done, total)`` hears of each finished episode; neither is called when the cache answers.
     """
@@ -142,7 +142,7 @@ def score_baselines(
         path.parent.mkdir(parents=True, exist_ok=True)
         payload = {
             "sim_version": SIM_VERSION,
-            "rules_hash": RULES_HASH,
+            "rules_hash": track.rules_hash,
             "commitment": evalset.commitment,
             "baselines": {name: [dataclasses.asdict(r) for r in recs] for name, recs in out.items()},
         }
@@ -186,7 +186,7 @@ def _read_cache(path: Path, commitment: str, track: Track) -> dict[str, list[Epi
     except (OSError, ValueError):
         return None
     if (
-        payload.get("rules_hash") != RULES_HASH
+        payload.get("rules_hash") != track.rules_hash
         or payload.get("commitment") != commitment
         or set(payload.get("baselines", {})) != set(track.baseline_names)
     ):

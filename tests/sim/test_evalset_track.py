@@ -275,3 +275,38 @@ def test_each_tracks_public_sample_is_found_by_its_track() -> None:
     assert sample_set_name("jobs-v1") == "jobs-sample"
     assert sample_set_name("workflows-v1") == "workflows-sample"
     assert sample_set_name("toy-v1") is None
+
+
+def test_a_tracks_rules_hash_is_its_packages_code_without_the_starter(tmp_path: Path) -> None:
+    from layersched.sim.version import RULES_HASH, package_rules_hash
+
+    package = tmp_path / "mine_v1"
+    (package / "starter").mkdir(parents=True)
+    (package / "__init__.py").write_text("RATE = 1\n")
+    (package / "starter" / "policy.py").write_text("def policy(a, b): return 0\n")
+    first = package_rules_hash(package)
+    (package / "starter" / "policy.py").write_text("def policy(a, b): return 1\n")
+    assert package_rules_hash(package) == first  # a student's template is not a rule
+    (package / "__init__.py").write_text("RATE = 2\n")
+    assert package_rules_hash(package) != first
+    assert LayersTrack.rules_hash == RULES_HASH  # the lab's: its own modules, as before tracks
+
+
+def test_baseline_runs_cached_under_other_rules_of_the_track_are_recomputed(
+    toy: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from layersched.sim.evalset import runs as evalset_runs
+
+    path = tmp_path / "toy.toml"
+    path.write_text(TOY_SET, encoding="utf-8")
+    es = load_evalset(path)
+    first = score_baselines(es, tmp_path / "cache")
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise AssertionError("recomputed")
+
+    monkeypatch.setattr(evalset_runs, "_run_job", fail)
+    assert score_baselines(es, tmp_path / "cache") == first  # the same rules: the cache answers
+    monkeypatch.setattr(type(toy_track.TRACK), "rules_hash", "edited rules")
+    with pytest.raises(AssertionError, match="recomputed"):
+        score_baselines(es, tmp_path / "cache")

@@ -15,11 +15,13 @@ import json
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from layersched.sim.errors import PolicyError
 from layersched.sim.tracks import MetricSpec, Policy
 from layersched.sim.tracks.simple_schema import IntegerScenarios
+from layersched.sim.version import package_rules_hash
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,7 @@ class ToyTrack(IntegerScenarios):  # its evaluation-set schema: [[scenario]] tab
     reference_baseline = "Random"
     metric_specs = (MetricSpec("makespan", "largest machine load"), MetricSpec("mean_load", "mean machine load"))
     primary_metric = "makespan"
+    rules_hash = package_rules_hash(Path(__file__).parent)
     starter = ("tests.toy_track", "starter")
     scenario_type = ToyScenario
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 from layersched.sim.episodes import SeededRandom
@@ -27,6 +28,7 @@ from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
 from layersched.sim.tracks.jobs_v1.workload import draw_jobs, workload_state
 from layersched.sim.tracks.play import play_episode
 from layersched.sim.tracks.simple_schema import IntegerScenarios
+from layersched.sim.version import package_rules_hash
 
 CONTRACT = """\
 policy(env, rng) -> int | None: the slot (0..num_nw-1) of the visible job to place, or None to let time move on.
@@ -66,6 +68,7 @@ class JobsTrack(IntegerScenarios):
     reference_baseline = "SJF"
     metric_specs: tuple[MetricSpec, ...] = METRIC_SPECS
     primary_metric = "mean_slowdown"
+    rules_hash = package_rules_hash(Path(__file__).parent)
     # A first kit (SJF as a template); issue 19's DeepRM_Plus recipe is still to come.
     starter = ("layersched.sim.tracks.jobs_v1", "starter")
     scenario_type = JobsScenario

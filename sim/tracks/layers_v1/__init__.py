@@ -29,6 +29,7 @@ from layersched.sim.tracks.interface import MetricSpec, Policy, ScenarioEntry, T
 from layersched.sim.tracks.layers_v1 import schema
 from layersched.sim.tracks.layers_v1.sandbox import LayersReplica, LayersSimulator, scenario_from_wire, scenario_to_wire
 from layersched.sim.tracks.play import play_episode
+from layersched.sim.version import RULES_HASH
 
 CONTRACT = """\
 policy(env, task, rng) -> int: the index of the node that runs ``task``.
@@ -57,6 +58,7 @@ class LayersTrack:
         MetricSpec("cloud_share", "share of tasks on the cloud node"),
     )
     primary_metric = "mean_completion"
+    rules_hash = RULES_HASH
     # The kit ships with the student's package (sdk), which this module must not import: named, not loaded.
     starter = ("layersched.sdk", "starter")
 

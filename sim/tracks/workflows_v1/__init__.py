@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import random
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from layersched.sim.tracks.interface import MetricSpec, Policy, Track
@@ -22,6 +23,7 @@ from layersched.sim.tracks.workflows_v1.sandbox import WorkflowReplica, Workflow
 from layersched.sim.tracks.workflows_v1.scenario import WorkflowScenario
 from layersched.sim.tracks.workflows_v1.schema import WorkflowSchema
 from layersched.sim.tracks.workflows_v1.view import WAIT
+from layersched.sim.version import package_rules_hash
 
 CONTRACT = f"""\
 policy(view, candidates, rng) -> int: one decision. {WAIT} (WAIT) places nothing more now and waits for the next
@@ -59,6 +61,7 @@ class WorkflowsTrack(WorkflowSchema):
         MetricSpec("sla_violation_rate", "share of tasks finishing 2x their mean duration after ready"),
     )
     primary_metric = "mean_completion"
+    rules_hash = package_rules_hash(Path(__file__).parent)
     # A minimal kit for now (one policy and a README); the GCN kit of issue 20 is to come.
     starter = ("layersched.sim.tracks.workflows_v1", "starter")
 
