@@ -1,6 +1,6 @@
-"""jobs-v1 in the process sandbox (issue 19): a sandboxed episode makes exactly the in-process run's actions and
+"""jobs-v1 in both sandboxes (issue 19): a sandboxed episode makes exactly the in-process run's actions and
 metrics (seeded and keyed episodes); a policy that vandalises its view still makes SJF's actions; a policy that
-looks for future jobs finds nothing. (The Docker backend and the track's corpus are the lead's to run.)"""
+looks for future jobs finds nothing. (The track's corpus of hostile policies is still to come.)"""
 
 from __future__ import annotations
 
@@ -71,11 +71,26 @@ PEEK = SJF.replace(
 )
 
 
-def run(tmp_path: Path, source: str) -> tuple[list[EpisodeJob], list[EpisodeOutcome]]:
+@pytest.fixture(params=["process", pytest.param("docker", marks=pytest.mark.docker)])
+def sandbox(request: pytest.FixtureRequest) -> tuple[str, str | None]:
+    """The backend and, for Docker, the sandbox image (which holds every built-in track)."""
+    if request.param == "process":
+        return "process", None
+    return "docker", request.getfixturevalue("sandbox_image")
+
+
+def run(tmp_path: Path, source: str, sandbox: tuple[str, str | None]) -> tuple[list[EpisodeJob], list[EpisodeOutcome]]:
+    backend, image = sandbox
     bundle = tmp_path / "policy.py"
     bundle.write_text(textwrap.dedent(source))
     # The keyed episode is a hidden set's kind: allowed on the process backend for this test only.
-    with open_sandbox(bundle, backend="process", limits=SandboxLimits(), allow_process_for_hidden=True) as session:
+    with open_sandbox(
+        bundle,
+        backend=backend,
+        image=image,
+        limits=SandboxLimits(),
+        allow_process_for_hidden=True,  # type: ignore[arg-type]
+    ) as session:
         scenario_hash = TRACK.scenario_hash(SCENARIO)
         jobs = [
             EpisodeJob("jobs", SCENARIO, ep, policy_seed(session.bundle_sha256, scenario_hash, ep.id), "jobs-v1")
@@ -97,8 +112,10 @@ def in_process(job: EpisodeJob, baseline: str) -> tuple[tuple[int, ...], object]
     [(SJF, "SJF"), (RANDOM, "Random"), (VANDAL, "SJF"), (PEEK, "SJF")],
     ids=["sjf", "random", "vandal", "peek"],
 )
-def test_a_sandboxed_episode_is_the_in_process_run(tmp_path: Path, source: str, baseline: str) -> None:
-    jobs, outcomes = run(tmp_path, source)
+def test_a_sandboxed_episode_is_the_in_process_run(
+    tmp_path: Path, source: str, baseline: str, sandbox: tuple[str, str | None]
+) -> None:
+    jobs, outcomes = run(tmp_path, source, sandbox)
     for job, outcome in zip(jobs, outcomes, strict=True):
         actions, metrics = in_process(job, baseline)
         assert (outcome.status, outcome.message) == ("ok", "")
@@ -107,8 +124,8 @@ def test_a_sandboxed_episode_is_the_in_process_run(tmp_path: Path, source: str, 
         assert outcome.metrics == metrics
 
 
-def test_a_reply_that_is_not_a_slot_is_an_invalid_action(tmp_path: Path) -> None:
-    _, outcomes = run(tmp_path, "def policy(env, rng):\n    return len(env.slots) + 1\n")
+def test_a_reply_that_is_not_a_slot_is_an_invalid_action(tmp_path: Path, sandbox: tuple[str, str | None]) -> None:
+    _, outcomes = run(tmp_path, "def policy(env, rng):\n    return len(env.slots) + 1\n", sandbox)
     for outcome in outcomes:
         assert outcome.status == "invalid_action"
         assert outcome.message == "step 0: policy returned slot 11, outside 0..9 (None or 10 for void)"

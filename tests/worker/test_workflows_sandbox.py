@@ -1,6 +1,6 @@
-"""workflows-v1 in the process sandbox: the sandboxed episode makes the in-process run's actions and metrics, a
+"""workflows-v1 in both sandboxes: the sandboxed episode makes the in-process run's actions and metrics, a
 view vandal changes nothing, and a policy that searches its process for actual durations or future workflows finds
-nothing (the replica never receives them). The Docker backend is the lead's to run."""
+nothing (the replica never receives them)."""
 
 from __future__ import annotations
 
@@ -92,10 +92,19 @@ PEEK = """
 """
 
 
-def run(tmp_path: Path, source: str):
+@pytest.fixture(params=["process", pytest.param("docker", marks=pytest.mark.docker)])
+def sandbox(request: pytest.FixtureRequest) -> tuple[str, str | None]:
+    """The backend and, for Docker, the sandbox image (which holds every built-in track)."""
+    if request.param == "process":
+        return "process", None
+    return "docker", request.getfixturevalue("sandbox_image")
+
+
+def run(tmp_path: Path, source: str, sandbox: tuple[str, str | None]):
+    backend, image = sandbox
     bundle = tmp_path / "policy.py"
     bundle.write_text(textwrap.dedent(source))
-    with open_sandbox(bundle, backend="process", limits=SandboxLimits()) as session:
+    with open_sandbox(bundle, backend=backend, image=image, limits=SandboxLimits()) as session:  # type: ignore[arg-type]
         jobs = [
             EpisodeJob(
                 "flows",
@@ -121,8 +130,8 @@ def in_process(job: EpisodeJob, baseline: str):
     [(HEFT, "HEFT"), (RANDOM, "Random"), (VANDAL, "HEFT"), (PEEK, "HEFT")],
     ids=["heft", "random", "vandal", "peek"],
 )
-def test_sandboxed_episodes_match_the_in_process_run(tmp_path, source, baseline):
-    jobs, outcomes = run(tmp_path, source)
+def test_sandboxed_episodes_match_the_in_process_run(tmp_path, source, baseline, sandbox):
+    jobs, outcomes = run(tmp_path, source, sandbox)
     for job, outcome in zip(jobs, outcomes, strict=True):
         expected = in_process(job, baseline)
         assert (outcome.status, outcome.message) == ("ok", "")
@@ -132,8 +141,8 @@ def test_sandboxed_episodes_match_the_in_process_run(tmp_path, source, baseline)
     assert outcomes[0].metrics != outcomes[1].metrics  # two different workloads
 
 
-def test_an_out_of_range_reply_ends_the_episode_with_the_tracks_message(tmp_path):
-    jobs, outcomes = run(tmp_path, "def policy(view, candidates, rng):\n    return -5\n")
+def test_an_out_of_range_reply_ends_the_episode_with_the_tracks_message(tmp_path, sandbox):
+    jobs, outcomes = run(tmp_path, "def policy(view, candidates, rng):\n    return -5\n", sandbox)
     for job, outcome in zip(jobs, outcomes, strict=True):
         with pytest.raises(PolicyError) as expected:
             TRACK.run_episode(SCENARIO, lambda view, candidates, rng: -5, job.episode.workload_rng(), random.Random(0))
