@@ -390,7 +390,8 @@ def test_cli_validate_names_an_unknown_evalset(tmp_path: Path, capsys: pytest.Ca
     path = write(tmp_path, GREEDY, "greedy.py")
     assert main(["validate", str(path), "--evalset", "hidden_seeds/nope.toml"]) == 1
     assert capsys.readouterr().err.splitlines()[-1] == (
-        "error: no evaluation set 'hidden_seeds/nope.toml': not a file, and not a built-in set (sample)"
+        "error: no evaluation set 'hidden_seeds/nope.toml': not a file, and not a built-in set "
+        "(jobs-sample, sample, workflows-sample)"
     )
 
 
