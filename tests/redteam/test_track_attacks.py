@@ -11,7 +11,6 @@ drive the tracks' ``TrustedEpisode`` in-process, which is exactly the code the w
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
@@ -104,12 +103,10 @@ HELLO_TIMER = """
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="workflows-v1 draws and indexes every workflow of the episode (future ones too) in first_decision, "
-    "which the driver runs while the episode process connects: the hello -> first task gap is that time",
-)
 def test_the_policy_cannot_time_the_trusted_sides_work_before_step_0(tmp_path: Path) -> None:
+    """Fixed: workflows-v1 draws and indexes every workflow of the episode (future ones too) in first_decision,
+    which the driver ran while the episode process connected, so the hello -> first task gap was that time. The
+    driver now prepares the first decision before the harness hears of the episode."""
     # A big (public) scenario makes the trusted side's work large enough to see through the process sandbox's noise:
     # 200 ETL workflows are about 15,000 tasks, of which step 0 shows one workflow.
     scenario = WorkflowScenario(n_workflows=200, families=("etl",), arrival_rate=0.004)
@@ -172,12 +169,9 @@ class _CountingKeyed(KeyedRandom):
         return super().random()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="draw_workflows seeds its PCG64 with getrandbits(64): a keyed episode's workload has 64 bits of the "
-    "key's >= 128 (jobs-v1 keeps 256); defence in depth only, 2^64 is out of a policy's reach",
-)
 def test_a_keyed_workflows_episode_keeps_at_least_128_bits_of_its_key() -> None:
+    """Fixed before the track was published: draw_workflows seeded its PCG64 with getrandbits(64), so a keyed
+    episode's workload had 64 bits of the key's >= 128 (jobs-v1 keeps 256); now 256."""
     _CountingKeyed.bits = 0
     scenario = WorkflowScenario()
     wf_env.draw_workflows(scenario, wf_env.build_cluster(scenario), _CountingKeyed(KEY, "e"))
@@ -569,13 +563,20 @@ def test_the_deep_vandal_does_write_through_a_view() -> None:
 # =====================================================================================================================
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FrameReader._poll sets the socket blocking (settimeout(None)); a reply found by the poll returns "
-    "without a timeout set again, so the driver's next sendall of a task (workflows-v1 payloads can exceed the "
-    "socket buffer) has no deadline if the sandbox stops reading (LAYERSCHED_SANDBOX_POLL_US only)",
-)
+def _driver_sending_on(conn: Any) -> Any:
+    """The driver's own send (``EpisodeDriver._send``) on ``conn``, with the default limits' deadline."""
+    from layersched.worker.sandbox.driver import EpisodeDriver
+    from layersched.worker.sandbox.limits import SandboxLimits
+
+    driver = object.__new__(EpisodeDriver)
+    driver.conn, driver._send_seconds = conn, SandboxLimits().decision_seconds / 2
+    return driver
+
+
 def test_a_send_after_a_polled_reply_has_a_deadline() -> None:
+    """Fixed: FrameReader._poll leaves the socket blocking (settimeout(None)) when its poll finds the reply, and the
+    driver's next send of a task (workflows-v1 payloads can exceed the socket buffer) had no deadline if the
+    sandbox stopped reading (LAYERSCHED_SANDBOX_POLL_US only). The driver now gives every send one."""
     import socket
     import threading
 
@@ -593,8 +594,7 @@ def test_a_send_after_a_polled_reply_has_a_deadline() -> None:
         sent = threading.Event()
 
         def announce() -> None:  # driver._announce
-            with contextlib.suppress(OSError):
-                trusted.sendall(task)
+            _driver_sending_on(trusted)._send(task)
             sent.set()
 
         threading.Thread(target=announce, daemon=True).start()
@@ -621,8 +621,7 @@ def test_a_send_after_a_plain_reply_has_a_deadline() -> None:
         sent = threading.Event()
 
         def announce() -> None:
-            with contextlib.suppress(OSError):
-                trusted.sendall(task)
+            _driver_sending_on(trusted)._send(task)
             sent.set()
 
         threading.Thread(target=announce, daemon=True).start()

@@ -108,6 +108,7 @@ class EpisodeDriver:
         self._sent_at = 0.0
         self._next_step = 0
         self._announced = False
+        self._send_seconds = session.limits.decision_seconds / 2
         self.conn: socket.socket | None = None
         self.sandbox_end: tuple[Status, str] | None = None
         # The sandbox was found gone (not running) when the episode lost it: only then may the episode be replayed.
@@ -145,13 +146,20 @@ class EpisodeDriver:
         limits = s.limits
         started = time.monotonic()
         episode_deadline = min(started + limits.episode_seconds, s.submission_deadline)
-        # The replica learns the start message, never the workload's generator; the simulator draws the rest of
-        # the workload (by first_decision) while the episode process starts.
+        # The replica learns the start message, never the workload's generator.
         episode = s.simulator(job).episode(job.episode.workload_rng())
         # The episode process names it in its hello: a connection an earlier episode's process opened and left
         # waiting cannot pose as this episode's.
         token = secrets.token_hex(16)
         told = False  # whether the harness has heard of this episode (and so has a process to report on)
+        try:
+            # Before the harness hears of the episode, so that no process of it can time this: a track may draw
+            # the whole workload here (workflows-v1 builds every future workflow), and how long that takes would
+            # tell the episode's process about the future (tests/redteam/test_track_attacks.py).
+            payload = episode.first_decision()
+        except Exception as exc:  # the track's own code: the service's fault, as in check and advance
+            log.exception("track %s failed preparing episode %s", job.track, job.episode.id)
+            return self.finish("infrastructure_error", f"track {job.track}: the first decision failed: {exc!r}")
         try:
             s.send_scenario(job)
             assert s.ctl is not None and s.listener is not None
@@ -162,7 +170,6 @@ class EpisodeDriver:
                 s.ctl, {"type": "episode", "episode_id": job.episode.id, "scenario": job.scenario_name, "token": token}
             )
             told = True
-            payload = episode.first_decision()  # the lab's: about 1 ms, overlapped with the fork and connect
             self.conn = s.accept(
                 min(time.monotonic() + limits.decision_seconds + limits.startup_seconds, episode_deadline), s.ctl
             )
@@ -201,8 +208,7 @@ class EpisodeDriver:
         setup = sent_at - started
         announce = self._announce
         more = payload is not None
-        with contextlib.suppress(OSError):  # if it is gone, the first read says how it ended
-            self.conn.sendall(start + protocol.encode_task(0, payload, nonce) if more else start)
+        self._send(start + protocol.encode_task(0, payload, nonce) if more else start)
         while more:
             if time.monotonic() >= episode_deadline:
                 return self._abort("timeout", self._budget_message(step, episode_deadline), hung=True)
@@ -278,9 +284,22 @@ class EpisodeDriver:
         self._nonce = nonce = self._nonces.next()
         self._announced = True
         self._sent_at = time.monotonic()
-        assert self.conn is not None
+        self._send(protocol.encode_task(self._next_step, payload, nonce))
+
+    def _send(self, data: bytes) -> None:
+        """Send ``data`` to the episode process with a deadline of at least half a decision's; if it is gone or
+        stopped reading, the read that follows says how the decision ended.
+
+        The send needs a deadline of its own: a reply found by polling leaves the socket blocking, one read near
+        its deadline leaves a tiny timeout, and a payload larger than the socket's buffer must not wait forever
+        for a sandbox that stopped reading. Setting it costs a system call, so it is set only when short."""
+        conn = self.conn
+        assert conn is not None
+        timeout = conn.gettimeout()
+        if timeout is None or timeout < self._send_seconds:
+            conn.settimeout(self._send_seconds)
         with contextlib.suppress(OSError):
-            self.conn.sendall(protocol.encode_task(self._next_step, payload, nonce))
+            conn.sendall(data)
 
     def _timing(self, reader: protocol.FrameReader) -> dict[str, Any] | None:
         """The harness's ``timing`` frame, sent when it gets ``end``; None if it does not come or is malformed

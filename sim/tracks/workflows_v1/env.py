@@ -104,13 +104,14 @@ def build_cluster(scenario: WorkflowScenario) -> Cluster:
 
 
 def draw_workflows(scenario: WorkflowScenario, cluster: Cluster, workload: random.Random) -> list[Workflow]:
-    """Every workflow of an episode, in arrival order, from ``workload`` (64 bits seed a numpy generator)."""
+    """Every workflow of an episode, in arrival order, from ``workload`` (256 bits seed a numpy generator)."""
     if scenario.dag is not None:
         dag = scenario.dag
         parents = dag.parents()
         tasks = tuple(TaskSpec(0.0, 1, 1.0, 1, tuple(parents[i])) for i in range(dag.n_tasks))
         return [Workflow(0, "static", 0.0, tasks, dag.costs, (1.0,) * dag.n_tasks)]
-    rng = np.random.Generator(np.random.PCG64(workload.getrandbits(64)))
+    # 256 bits: a keyed episode keeps as much of its key (>= 128 bits) as the numpy generator can take in.
+    rng = np.random.Generator(np.random.PCG64(workload.getrandbits(256)))
     out = []
     t = 0.0
     for w in range(scenario.n_workflows):
