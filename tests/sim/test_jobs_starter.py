@@ -39,7 +39,13 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     kit = tmp_path_factory.mktemp("jobs") / "kit"
     assert main(["init", "--track", "jobs-v1", str(kit)]) == 0
     result = subprocess.run(
-        [sys.executable, "train.py", "--quick"], cwd=kit, capture_output=True, text=True, timeout=600, check=False
+        # From another working directory: the weights go next to policy.py all the same.
+        [sys.executable, str(kit / "train.py"), "--quick"],
+        cwd=kit.parent,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr

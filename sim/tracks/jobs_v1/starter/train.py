@@ -89,8 +89,8 @@ class Args:
     """validation workloads per rate (seeds 3000..3000+N-1) on which checkpoints are scored against SJF"""
     val_every: int = 5
     """iterations between two validations (the clone is validated first, and the last iteration too)"""
-    out_dir: str = "."
-    """where the CSV log and the weights go"""
+    out_dir: str = ""
+    """where the CSV log and the weights go (empty: next to policy.py, whatever the working directory)"""
     torch_deterministic: bool = True
     """deterministic torch kernels, so a seed reproduces its run"""
     quick: bool = False
@@ -323,7 +323,7 @@ def publish(best: KeepBest, shape: tuple[int, int, int], out_dir: Path, seed: in
 
 
 def main(args: Args) -> None:
-    out_dir = Path(args.out_dir)
+    out_dir = Path(args.out_dir) if args.out_dir else WEIGHTS.parent
     out_dir.mkdir(parents=True, exist_ok=True)
     scenario_list = scenarios(args)
     if len({(x.time_horizon, image_width(x), x.num_nw) for x in scenario_list}) > 1:
