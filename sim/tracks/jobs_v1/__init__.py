@@ -69,7 +69,7 @@ class JobsTrack(IntegerScenarios):
     metric_specs: tuple[MetricSpec, ...] = METRIC_SPECS
     primary_metric = "mean_slowdown"
     rules_hash = package_rules_hash(Path(__file__).parent)
-    # A first kit (SJF as a template); issue 19's DeepRM_Plus recipe is still to come.
+    # SJF as the template, and DeepRM_Plus's recipe (train.py: behaviour cloning of SJF, then policy gradient).
     starter = ("layersched.sim.tracks.jobs_v1", "starter")
     scenario_type = JobsScenario
     # As IntegerScenarios computes it, but a class attribute, as the Track protocol declares it.
