@@ -235,7 +235,7 @@ JOBS_DEEP_PEEK = """
         for obj in gc.get_objects():
             if type(obj).__name__ in SUSPECTS:
                 return "object " + type(obj).__name__
-            if isinstance(obj, list) and len(obj) > 200 and all(type(v) is int for v in obj[:50]):
+            if type(obj) is list and len(obj) > 200 and all(type(v) is int for v in obj[:50]):
                 return "a long list of ints"
         return sjf(env)
 """

@@ -68,7 +68,9 @@ PEEK = """
         for obj in gc.get_objects():
             if type(obj).__name__ in SECRET_TYPES:
                 return f"object {type(obj).__name__}"
-            if isinstance(obj, dict) and "new" in obj and "upd" in obj:
+            # type(), not isinstance(): isinstance reads __class__, which some objects (torch's deprecated
+            # aliases, in a process that imported torch) answer with a warning.
+            if type(obj) is dict and "new" in obj and "upd" in obj:
                 if any(wf[0] not in seen and wf[0] > max(seen, default=-1) for wf in obj["new"]):
                     return "a future workflow"
         frame = sys._getframe()
