@@ -372,7 +372,8 @@ def test_select_failure_paths(capsys: pytest.CaptureFixture[str], live_server: L
     code, _, err = run(capsys, "select", "3")
     assert code == 1
     assert error_line(err) == (
-        "error: alice has already selected 2 submissions (#1, #2), the most for the final ranking; unselect one first"
+        "error: alice has already selected 2 submissions (#1, #2), the most for the final ranking of phase 'main'; "
+        "unselect one first"
     )
     login(capsys, live_server, "bob")
     for command in ("select", "unselect"):
@@ -480,7 +481,7 @@ def test_quota_exceeded(capsys: pytest.CaptureFixture[str], live_server: LiveSer
     code, out, err = run(capsys, "submit", str(policy_file), "--no-wait")
     assert code == 1
     assert "submitted" not in out
-    assert error_line(err).startswith("error: daily quota of 2 submissions used (2 today)")
+    assert error_line(err).startswith("error: daily quota of 2 submissions to phase 'main' used (2 today)")
     assert "upload [" not in err  # refused before a byte of the bundle was sent
     assert "bundle first_fit.py" not in err  # and before the bundle was even made
 
