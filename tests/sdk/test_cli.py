@@ -179,7 +179,7 @@ def test_submit_waits_for_score_and_rank(
     code, out, _ = run(capsys, "leaderboard")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0] == "public leaderboard: score = ratio to Greedy, lower is better"
+    assert lines[0] == "phase main: public leaderboard: score = ratio to Greedy, lower is better"
     assert lines[1].split() == ["rank", "participant", "submission", "score", "95%", "CI", "subs", "date"]
     assert lines[2].split()[:6] == ["1", "alice", "first", "fit", "0.9800", "0.9500-1.0100"]
 
@@ -215,7 +215,7 @@ def test_a_board_on_another_track_reads_as_ratios_to_its_reference(
     assert code == 0, err
     assert "#1 succeeded: score 0.9800 (95% CI 0.9500-1.0100, ratio to FirstFit, lower is better), rank 1" in out
     outputs = [out, run(capsys, "status", "1")[1], run(capsys, "leaderboard")[1]]
-    assert outputs[2].splitlines()[0] == "public leaderboard: score = ratio to FirstFit, lower is better"
+    assert outputs[2].splitlines()[0] == "phase main: public leaderboard: score = ratio to FirstFit, lower is better"
     assert "ratio to FirstFit, lower is better), rank 1" in outputs[1]
     assert all("Greedy" not in text for text in outputs), outputs
     board = json.loads(run(capsys, "leaderboard", "--json")[1])
@@ -566,8 +566,10 @@ def test_admin_commands_as_organiser(
     token = second.split(": ", 1)[1]
     assert token
 
-    assert run(capsys, "admin", "freeze")[1] == "leaderboard frozen (evaluations go on; public ranks stay)\n"
-    assert run(capsys, "admin", "freeze", "--off")[1] == "leaderboard unfrozen\n"
+    assert run(capsys, "admin", "freeze")[1] == (
+        "leaderboard of phase main frozen (evaluations go on; public ranks stay)\n"
+    )
+    assert run(capsys, "admin", "freeze", "--off")[1] == "leaderboard of phase main unfrozen\n"
     assert run(capsys, "admin", "disqualify", "1", "--reason", "reads files")[1] == (
         "disqualified submission #1: reads files\n"
     )
