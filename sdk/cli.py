@@ -693,7 +693,10 @@ def cmd_status(args: argparse.Namespace) -> int:
             return 0
         rank, selection = _rank_text(client, sub), _selection_text(client, sub)
         reference = _score_reference(client, sub)
-    print(f"#{sub.id} {sub.name!r} by {sub.owner}, created {sub.created_at}")
+    print(
+        f"#{sub.id} {sub.name!r} by {sub.owner}, created {sub.created_at}"
+        + (f", phase {sub.phase}" if sub.phase else "")
+    )
     if sub.description:
         print(f"  {sub.description}")
     print(f"state: {sub.state}, episodes {sub.progress.done}/{sub.progress.total}")

@@ -170,6 +170,7 @@ class Submission:
     # Under the Ladder: False when ``score`` is your best shown public score, which this submission did not beat by
     # more than the step; None when the Ladder plays no part.
     score_revealed: bool | None = None
+    phase: str | None = None  # the phase it was submitted to (None: a server older than phases)
 
     @property
     def finished(self) -> bool:

@@ -49,6 +49,7 @@ def test_an_organiser_runs_dev_and_final_and_students_name_their_phase(
     code, out, err = run(capsys, "submit", str(policy_file), "--phase", "final", "--poll", "0.1")
     assert code == 0, err
     assert out.splitlines()[0] == "submitted #1 'first_fit' (queued)"
+    assert run(capsys, "status", "1")[1].splitlines()[0].endswith(", phase final")
     code, out, err = run(capsys, "submit", str(policy_file), "--phase", "final", "--no-wait")
     assert code == 1
     assert error_line(err) == (
