@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
 from layersched.server.errors import Conflict, NotFound
@@ -116,7 +117,11 @@ def create_phase(
         created_at=now or utcnow(),
     )
     session.add(phase)
-    session.flush()
+    try:
+        session.flush()
+    except IntegrityError:  # another organiser made it between the check above and this insert
+        session.rollback()
+        raise Conflict(f"phase {name!r} exists already") from None
     detail = {
         "evalset": evalset.name,
         "opens_at": _utc(opens_at),

@@ -299,3 +299,24 @@ def test_open_and_close_an_unknown_phase(client: Any, organiser: Account) -> Non
 
 def test_submit_helper_still_reaches_the_one_open_phase(client: Any, alice: Account) -> None:
     assert submit(client, alice).json()["phase"] == "main"
+
+
+def test_organisers_creating_one_phase_at_once_make_it_once(client: Any, organiser: Account, db: Session) -> None:
+    import threading
+
+    n = 8
+    barrier = threading.Barrier(n)
+    statuses: list[int] = []
+
+    def one() -> None:
+        barrier.wait()
+        statuses.append(create(client, organiser, "final").status_code)
+
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses) == [201] + [409] * (n - 1)
+    log = storage.list_audit_log(session=db, limit=50)[0]
+    assert [e.target for e in log if e.action == "create_phase"] == ["phase:final"]
