@@ -240,6 +240,12 @@ def test_the_board_page_lists_and_links_the_phases(client: Any, alice: Account, 
     assert client.get("/?phase=nope").status_code == 404
 
 
+def test_the_submission_page_links_its_phase(client: Any, alice: Account, dev_and_final: None) -> None:
+    body = to_phase(client, alice, "final").json()
+    page = client.get(f"/submissions/{body['id']}", headers=alice.headers).text
+    assert 'to phase <a href="/?phase=final" id="phase">final</a>' in page
+
+
 @pytest.mark.parametrize(
     ("method", "path", "body"),
     [
