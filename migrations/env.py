@@ -52,6 +52,27 @@ def _run(connection: Connection) -> None:
         context.run_migrations()
 
 
+def _run_sqlite(connection: Connection) -> None:
+    """Migrate with foreign keys unenforced, then check them all.
+
+    Batch mode rebuilds a table by copying it and dropping the original: with foreign keys enforced, dropping
+    ``submissions`` so deleted every evaluation (ON DELETE CASCADE). SQLite ignores the pragma inside a transaction,
+    so it is set before the migrations' transaction begins; the check afterwards refuses a migration that broke a
+    reference instead of leaving it behind.
+    """
+    connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+    connection.commit()
+    try:
+        _run(connection)
+        broken = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+        if broken:
+            raise RuntimeError(f"the migration left rows whose foreign keys point nowhere: {broken[:5]}")
+    finally:
+        connection.rollback()
+        connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+        connection.commit()
+
+
 def run_migrations_online() -> None:
     connection = config.attributes.get("connection")
     if connection is not None:
@@ -60,7 +81,7 @@ def run_migrations_online() -> None:
     engine = make_engine(_url())
     try:
         with engine.connect() as conn:
-            _run(conn)
+            (_run_sqlite if conn.dialect.name == "sqlite" else _run)(conn)
     finally:
         engine.dispose()
 

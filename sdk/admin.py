@@ -16,9 +16,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from layersched.sdk.arguments import moment, phase_name
 from layersched.sdk.config import load_config
 from layersched.sdk.errors import ConfigError
 from layersched.sdk.progress import ProgressBar
+from layersched.sim.arguments import positive_int
 
 Handler = Callable[[argparse.Namespace], int]
 AddCommand = Callable[..., argparse.ArgumentParser]
@@ -30,10 +32,12 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         "admin",
         _missing_action,
         "organiser commands (need an organiser token)",
-        "Organiser commands: users and tokens, evaluation sets, reruns, audits, cancel, disqualify, freeze and\n"
-        "publish the leaderboard, the audit log. Every action is recorded in the server's audit log.",
+        "Organiser commands: users and tokens, evaluation sets, phases, reruns, audits, cancel, disqualify,\n"
+        "freeze and publish a phase's leaderboard, the audit log. Every action is recorded in the server's\n"
+        "audit log.",
         "  layersched admin user add --name Ada --email ada@example.org\n"
-        "  layersched admin audit 12\n  layersched admin freeze\n",
+        "  layersched admin phase create final --evalset spring --closes 2027-03-01T12:00Z\n"
+        "  layersched admin audit 12\n  layersched admin freeze --phase final\n",
     )
     actions = admin.add_subparsers(dest="admin_command", metavar="ACTION")
     actions.required = True
@@ -196,19 +200,24 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         "freeze",
         cmd_freeze,
         "freeze (or --off: unfreeze) the public leaderboard",
-        "While frozen, submissions are still evaluated but public ranks do not change.",
-        "  layersched admin freeze\n  layersched admin freeze --off\n",
+        "While frozen, submissions are still evaluated but public ranks do not change. Each phase has its own\n"
+        "board: --phase names it (default: the only open phase).",
+        "  layersched admin freeze\n  layersched admin freeze --phase final\n  layersched admin freeze --off\n",
     )
     p.add_argument("--off", action="store_true", help="unfreeze")
+    p.add_argument("--phase", type=phase_name, help="whose board (default: the only open phase)")
 
-    add(
+    p = add(
         actions,
         "publish",
         cmd_publish,
-        "publish the private leaderboard",
-        "Make the private split (the final ranking) visible to everyone.",
-        "  layersched admin publish\n",
+        "publish a phase's private leaderboard",
+        "Make the phase's private split (its final ranking) visible to everyone; it closes the phase's uploads.",
+        "  layersched admin publish --phase final\n",
     )
+    p.add_argument("--phase", type=phase_name, help="whose board (default: the only open phase)")
+
+    _add_phase_parser(actions, add)
 
     p = add(
         actions,
@@ -231,6 +240,71 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         "  layersched admin evaluation 31 --json\n",
     )
     p.add_argument("id", type=int, help="evaluation id")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _add_phase_parser(actions: Any, add: AddCommand) -> None:
+    phase = add(
+        actions,
+        "phase",
+        _missing_action,
+        "create, open, close and list the challenge's phases",
+        "A phase scores its submissions on one registered evaluation set (its track is the set's), takes them\n"
+        "between its opening and closing times, has its own daily quota and its own boards. Several may be open\n"
+        "at once (dev beside final, one per track); participants then name one: layersched submit --phase.",
+        "  layersched admin phase create dev --evalset sample --title Development\n"
+        "  layersched admin phase create final --evalset spring --closes 2027-03-01T12:00Z --quota 2\n"
+        "  layersched admin phase close main\n  layersched admin phase list\n",
+    )
+    phase_actions = phase.add_subparsers(dest="phase_command", metavar="ACTION")
+    phase_actions.required = True
+    p = add(
+        phase_actions,
+        "create",
+        cmd_phase_create,
+        "create a phase on a registered evaluation set",
+        "The set must be registered on the server (the worker registers LAYERSCHED_EVALSET_PATH and\n"
+        "`layersched worker --register FILE`'s). Times are ISO 8601; without an offset they are UTC.",
+        "  layersched admin phase create dev --evalset sample --title Development\n"
+        "  layersched admin phase create final --evalset spring --opens 2027-02-01T00:00Z "
+        "--closes 2027-03-01T12:00Z --quota 2\n",
+    )
+    p.add_argument("name", type=phase_name, help="the phase's name, as participants give it to --phase")
+    p.add_argument("--evalset", required=True, help="the registered evaluation set it scores on")
+    p.add_argument("--title", default="", help="shown on the leaderboard page (default: the name)")
+    p.add_argument("--opens", type=moment, help="when it opens (default: now)")
+    p.add_argument("--closes", type=moment, help="when it closes (default: open-ended)")
+    p.add_argument("--quota", type=positive_int, help="submissions per participant a day (default: the server's)")
+    p.add_argument(
+        "--organisers-only", action="store_true", help="show its boards to organisers only (participants still submit)"
+    )
+    p = add(
+        phase_actions,
+        "open",
+        cmd_phase_open,
+        "open a phase now",
+        "A phase not open yet opens now; a closed one reopens, open-ended until closed again.",
+        "  layersched admin phase open final\n",
+    )
+    p.add_argument("name", type=phase_name, help="the phase")
+    p = add(
+        phase_actions,
+        "close",
+        cmd_phase_close,
+        "close a phase (now, or at a later time)",
+        "Uploads to the phase are refused from then on, with its closing time; its boards stay.",
+        "  layersched admin phase close dev\n  layersched admin phase close final --at 2027-03-01T12:00Z\n",
+    )
+    p.add_argument("name", type=phase_name, help="the phase")
+    p.add_argument("--at", type=moment, help="when (default: now)")
+    p = add(
+        phase_actions,
+        "list",
+        cmd_phase_list,
+        "list the phases",
+        "Every phase, as `layersched phases` shows them.",
+        "  layersched admin phase list\n",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -378,15 +452,61 @@ def cmd_disqualify(args: argparse.Namespace) -> int:
 
 def cmd_freeze(args: argparse.Namespace) -> int:
     with _client() as client:
-        client.admin_freeze(not args.off)
-    print("leaderboard unfrozen" if args.off else "leaderboard frozen (evaluations go on; public ranks stay)")
+        state = client.admin_freeze(not args.off, phase=args.phase)
+    what = f"leaderboard of phase {state.phase}"
+    print(f"{what} unfrozen" if args.off else f"{what} frozen (evaluations go on; public ranks stay)")
     return 0
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
     with _client() as client:
-        client.admin_publish()
-    print("private leaderboard published")
+        state = client.admin_publish(phase=args.phase)
+    print(f"private leaderboard of phase {state.phase} published")
+    return 0
+
+
+def _phase_line(verb: str, phase: Any) -> str:
+    closes = f", closes {phase.closes_at}" if phase.closes_at else ", open-ended"
+    now = "open now" if phase.open else "closed now"
+    return f"phase {phase.name} {verb}: set {phase.evalset} ({phase.track}), opens {phase.opens_at}{closes}; {now}"
+
+
+def cmd_phase_create(args: argparse.Namespace) -> int:
+    with _client() as client:
+        phase = client.admin_create_phase(
+            name=args.name,
+            evalset=args.evalset,
+            title=args.title,
+            opens_at=args.opens,
+            closes_at=args.closes,
+            daily_quota=args.quota,
+            visibility="organisers" if args.organisers_only else "public",
+        )
+    print(_phase_line("created", phase))
+    return 0
+
+
+def cmd_phase_open(args: argparse.Namespace) -> int:
+    with _client() as client:
+        print(_phase_line("opened", client.admin_open_phase(args.name)))
+    return 0
+
+
+def cmd_phase_close(args: argparse.Namespace) -> int:
+    with _client() as client:
+        print(_phase_line("closed" if args.at is None else "closing", client.admin_close_phase(args.name, at=args.at)))
+    return 0
+
+
+def cmd_phase_list(args: argparse.Namespace) -> int:
+    from layersched.sdk.cli import phases_table
+
+    with _client() as client:
+        phases = client.phases()
+    if args.json:
+        print(json.dumps([asdict(p) for p in phases], indent=2))
+        return 0
+    print(phases_table(phases))
     return 0
 
 

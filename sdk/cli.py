@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from layersched.sdk.arguments import phase_name
 from layersched.sdk.checks import limits_text
 from layersched.sdk.config import LOGIN_HINT, load_config, normalise_server, save_config, track_modules
 from layersched.sdk.errors import AuthError, ConfigError, Forbidden, LayerschedError, WaitTimeout
@@ -155,9 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
         f"A bundle holds {limits_text()}.",
         "  layersched submit my_policy.py\n"
         '  layersched submit my_policy/ --name mlp-v2 --message "imitation + 200 PG episodes"\n'
-        "  layersched submit my_policy/ --no-wait      # then: layersched status ID\n",
+        "  layersched submit my_policy/ --no-wait      # then: layersched status ID\n"
+        "  layersched submit . --phase final            # when several phases are open\n",
     )
     p.add_argument("path", type=Path, help="a policy .py file or a directory with policy.py")
+    p.add_argument(
+        "--phase", type=phase_name, help="the phase to submit to (default: the only open one; see layersched phases)"
+    )
     p.add_argument("--name", help="submission name, 1-100 characters (default: the file or directory name)")
     p.add_argument("--message", "-m", default="", help="a description for you and the organisers")
     p.add_argument(
@@ -223,9 +228,21 @@ def build_parser() -> argparse.ArgumentParser:
         "Rank, score (ratio to the reference baseline of the board's track, lower is better) with its 95%\n"
         "interval, and the baseline rows.",
         "  layersched leaderboard\n  layersched leaderboard --split private      # once published\n"
-        "  layersched leaderboard --json | jq '.rows[0]'\n",
+        "  layersched leaderboard --phase dev\n  layersched leaderboard --json | jq '.rows[0]'\n",
     )
     p.add_argument("--split", choices=("public", "private"), default="public", help="which split (default public)")
+    p.add_argument("--phase", type=phase_name, help="whose board (default: the open phase's)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = _add(
+        sub,
+        "phases",
+        cmd_phases,
+        "list the challenge's phases",
+        "Each phase: its name (for --phase), title, track, evaluation set, when it opens and closes, your daily\n"
+        "quota in it, and whether it is open now.",
+        "  layersched phases\n  layersched phases --json\n",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = _add(
@@ -490,14 +507,21 @@ def cmd_submit(args: argparse.Namespace) -> int:
     config.require_server()
     config.require_token()
     with Client.from_config(config) as client:
-        # The server's refusals first (token, quota, closed uploads): they need no bundle, and bundling a large
-        # policy takes seconds.
-        _check_allowance(client)
-        bundle = _checked_bundle(args.path, skip_checks=args.skip_checks, track=_server_track(client))
+        # The server's refusals first (token, no such phase, quota, closed uploads): they need no bundle, and
+        # bundling a large policy takes seconds.
+        phase_track = _check_allowance(client, args.phase)
+        track = _server_track(client, phase_track)
+        bundle = _checked_bundle(args.path, skip_checks=args.skip_checks, track=track)
         name = args.name or _default_name(args.path)
         with ProgressBar("upload", len(bundle.data), unit="bytes") as bar:
             submission = client.submit(
-                bundle, name=name, description=args.message, on_progress=lambda sent, total: bar.update(sent, total)
+                bundle,
+                name=name,
+                description=args.message,
+                phase=args.phase,
+                # Checked for this track: should the phase change track meanwhile, the server refuses, naming both.
+                track=track.id if phase_track is not None else None,
+                on_progress=lambda sent, total: bar.update(sent, total),
             )
         print(f"submitted #{submission.id} {submission.name!r} ({submission.state})")
         print(_page_line(client, submission.id))
@@ -521,9 +545,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
     return 0 if final.state == "succeeded" else 1
 
 
-def _server_track(client: Any) -> Track:
-    """The track submissions are scored on now: that of the server's current set."""
-    track_id = client.current_evalset().track
+def _server_track(client: Any, track_id: str | None) -> Track:
+    """The track of the phase submitted to (``track_id``, as the allowance named it); from a server older than
+    phases, that of its current set."""
+    track_id = track_id or client.current_evalset().track
     try:
         return get_track(track_id)
     except TrackError:
@@ -557,16 +582,19 @@ def _checked_bundle(path: Path, *, skip_checks: bool, track: Track) -> Any:
     return bundle
 
 
-def _check_allowance(client: Any) -> None:
-    """A wrong token, a used-up quota or closed uploads, told before the upload rather than after it."""
+def _check_allowance(client: Any, phase: str | None) -> str | None:
+    """A wrong token, no such phase (or several open and none named), a used-up quota or closed uploads, told
+    before the upload rather than after it; the track of the phase it would go to (None: an older server)."""
     from layersched.sdk.errors import NotFound
 
     try:
-        allowance = client.allowance()
+        allowance = client.allowance(phase)
     except NotFound:  # a server older than GET /me/allowance: at least the token is checked first
         client.me()
-        return
+        return None
     allowance.raise_if_refused()
+    track: str | None = allowance.track
+    return track
 
 
 def _default_name(path: Path) -> str:
@@ -668,7 +696,10 @@ def cmd_status(args: argparse.Namespace) -> int:
             return 0
         rank, selection = _rank_text(client, sub), _selection_text(client, sub)
         reference = _score_reference(client, sub)
-    print(f"#{sub.id} {sub.name!r} by {sub.owner}, created {sub.created_at}")
+    print(
+        f"#{sub.id} {sub.name!r} by {sub.owner}, created {sub.created_at}"
+        + (f", phase {sub.phase}" if sub.phase else "")
+    )
     if sub.description:
         print(f"  {sub.description}")
     print(f"state: {sub.state}, episodes {sub.progress.done}/{sub.progress.total}")
@@ -744,13 +775,14 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from layersched.sdk.client import Client
 
     with Client.from_config(require_token=False) as client:
-        board = client.leaderboard(args.split)
+        board = client.leaderboard(args.split, phase=args.phase)
     if args.json:
         _print_json(asdict(board))
         return 0
     flags = [word for word, on in (("frozen", board.frozen), ("published", board.published)) if on]
     print(
-        f"{board.split} leaderboard"
+        (f"phase {board.phase}: " if board.phase else "")
+        + f"{board.split} leaderboard"
         + (f" ({', '.join(flags)})" if flags else "")
         + f": score = ratio to {board.reference}, lower is better"
     )
@@ -768,6 +800,38 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     ]
     print(_table(["rank", "participant", "submission", "score", "95% CI", "subs", "date"], rows) if rows else "(empty)")
     return 0
+
+
+def cmd_phases(args: argparse.Namespace) -> int:
+    from layersched.sdk.client import Client
+
+    with Client.from_config(require_token=False) as client:
+        phases = client.phases()
+    if args.json:
+        _print_json([asdict(p) for p in phases])
+        return 0
+    print(phases_table(phases))
+    return 0
+
+
+def phases_table(phases: list[Any]) -> str:
+    """The phases as ``layersched phases`` and ``layersched admin phase list`` print them."""
+    rows = [
+        [
+            p.name,
+            p.title,
+            p.track,
+            p.evalset,
+            p.opens_at[:16].replace("T", " "),
+            (p.closes_at or "")[:16].replace("T", " ") or "-",
+            str(p.daily_quota),
+            "open" if p.open else "closed",
+            "" if p.visibility == "public" else "board: organisers only",
+        ]
+        for p in phases
+    ]
+    headers = ["phase", "title", "track", "set", "opens (UTC)", "closes (UTC)", "quota/day", "now", ""]
+    return _table(headers, rows) if rows else "(no phases yet)"
 
 
 def cmd_sim(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
+from urllib.parse import quote
 
 import httpx
 
@@ -70,6 +71,9 @@ class Allowance:
     in_flight: int
     max_in_flight: int
     refusal: Refusal | None = None
+    # The phase the upload would be for and its track (None: a server older than phases, or no such phase).
+    phase: str | None = None
+    track: str | None = None
 
     def raise_if_refused(self) -> None:
         """Raise the error the upload would get (``QuotaExceeded``, ``Conflict``, ...), before anything is sent."""
@@ -166,6 +170,7 @@ class Submission:
     # Under the Ladder: False when ``score`` is your best shown public score, which this submission did not beat by
     # more than the step; None when the Ladder plays no part.
     score_revealed: bool | None = None
+    phase: str | None = None  # the phase it was submitted to (None: a server older than phases)
 
     @property
     def finished(self) -> bool:
@@ -221,6 +226,33 @@ class Leaderboard(OnTrack):
     track: str = DEFAULT_TRACK_ID
     track_title: str | None = None
     reference_baseline: str | None = None
+    phase: str | None = None  # None: a server older than phases
+
+
+@dataclass(frozen=True)
+class PhaseInfo(OnTrack):
+    """A phase of the challenge (``GET /phases``): the set it scores on, when it takes submissions, its quota."""
+
+    name: str
+    title: str
+    evalset: str
+    opens_at: str
+    open: bool
+    daily_quota: int
+    visibility: str
+    closes_at: str | None = None
+    track: str = DEFAULT_TRACK_ID
+    track_title: str | None = None
+    reference_baseline: str | None = None
+
+
+@dataclass(frozen=True)
+class LeaderboardState:
+    phase: str
+    frozen: bool
+    published: bool
+    frozen_at: str | None = None
+    published_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -315,9 +347,15 @@ class Client:
     def me(self) -> Me:
         return _decode(Me, self._request("GET", "/me"), "me")
 
-    def allowance(self) -> Allowance:
-        """Whether an upload would be accepted now (``GET /me/allowance``); a wrong token fails here (``AuthError``)."""
-        return _decode(Allowance, self._request("GET", "/me/allowance"), "allowance")
+    def allowance(self, phase: str | None = None) -> Allowance:
+        """Whether an upload (to ``phase``; None: the only open one) would be accepted now (``GET /me/allowance``);
+        a wrong token fails here (``AuthError``)."""
+        params = {"phase": phase} if phase is not None else None
+        return _decode(Allowance, self._request("GET", "/me/allowance", params=params), "allowance")
+
+    def phases(self) -> list[PhaseInfo]:
+        """The challenge's phases (``GET /phases``), in the order they open."""
+        return _page(self._request("GET", "/phases"), PhaseInfo, "phases").data
 
     def submit(
         self,
@@ -325,14 +363,20 @@ class Client:
         *,
         name: str,
         description: str = "",
+        phase: str | None = None,
+        track: str | None = None,
         on_progress: ProgressCallback | None = None,
         chunk_size: int = 64 * 1024,
     ) -> Submission:
-        """Upload ``bundle`` (``POST /submissions``); ``on_progress(sent, total)`` is called as bytes leave."""
+        """Upload ``bundle`` (``POST /submissions``) to ``phase`` (None: the only open one); ``track``, when given,
+        is the track the policy was checked for (the server refuses it unless it is the phase's);
+        ``on_progress(sent, total)`` is called as bytes leave."""
+        fields = {"name": name, "description": description}
+        fields.update({key: value for key, value in (("phase", phase), ("track", track)) if value is not None})
         boundary = secrets.token_hex(16)
         body = _multipart(
             boundary,
-            fields={"name": name, "description": description},
+            fields=fields,
             file_field="file",
             filename=bundle.filename,
             content_type=bundle.content_type,
@@ -370,8 +414,10 @@ class Client:
         """Take the submission out of your final selection (``POST /submissions/{id}/unselect``)."""
         return _decode(Submission, self._request("POST", f"/submissions/{submission_id}/unselect"), "submission")
 
-    def leaderboard(self, split: str = "public") -> Leaderboard:
-        return _decode(Leaderboard, self._request("GET", "/leaderboard", params={"split": split}), "leaderboard")
+    def leaderboard(self, split: str = "public", phase: str | None = None) -> Leaderboard:
+        """A phase's board (None: the open phase's, as the server chooses)."""
+        params = {"split": split, **({"phase": phase} if phase is not None else {})}
+        return _decode(Leaderboard, self._request("GET", "/leaderboard", params=params), "leaderboard")
 
     def current_evalset(self) -> EvalSetInfo:
         return _decode(EvalSetInfo, self._request("GET", "/evalsets/current"), "evalset")
@@ -414,11 +460,44 @@ class Client:
     def admin_disqualify(self, submission_id: int, *, reason: str) -> None:
         self._request("POST", f"/admin/submissions/{submission_id}/disqualify", json={"reason": reason})
 
-    def admin_freeze(self, frozen: bool = True) -> None:
-        self._request("POST", "/admin/leaderboard/freeze", json={"frozen": frozen})
+    def admin_freeze(self, frozen: bool = True, *, phase: str | None = None) -> LeaderboardState:
+        raw = self._request("POST", "/admin/leaderboard/freeze", params=_phase_param(phase), json={"frozen": frozen})
+        return _decode(LeaderboardState, raw, "leaderboard state")
 
-    def admin_publish(self) -> None:
-        self._request("POST", "/admin/leaderboard/publish")
+    def admin_publish(self, *, phase: str | None = None) -> LeaderboardState:
+        raw = self._request("POST", "/admin/leaderboard/publish", params=_phase_param(phase))
+        return _decode(LeaderboardState, raw, "leaderboard state")
+
+    def admin_create_phase(
+        self,
+        *,
+        name: str,
+        evalset: str,
+        title: str = "",
+        opens_at: str | None = None,
+        closes_at: str | None = None,
+        daily_quota: int | None = None,
+        visibility: str = "public",
+    ) -> PhaseInfo:
+        """A new phase on the registered set ``evalset``; times are ISO 8601 with an offset (None: now, and
+        open-ended), ``daily_quota`` None is the server's default."""
+        body = {
+            "name": name,
+            "evalset": evalset,
+            "title": title,
+            "opens_at": opens_at,
+            "closes_at": closes_at,
+            "daily_quota": daily_quota,
+            "visibility": visibility,
+        }
+        return _decode(PhaseInfo, self._request("POST", "/admin/phases", json=body), "phase")
+
+    def admin_open_phase(self, name: str) -> PhaseInfo:
+        return _decode(PhaseInfo, self._request("POST", f"/admin/phases/{_path(name)}/open"), "phase")
+
+    def admin_close_phase(self, name: str, *, at: str | None = None) -> PhaseInfo:
+        raw = self._request("POST", f"/admin/phases/{_path(name)}/close", json={"at": at})
+        return _decode(PhaseInfo, raw, "phase")
 
     def admin_reveal_evalset(self, name: str) -> None:
         self._request("POST", f"/admin/evalsets/{name}/reveal")
@@ -523,6 +602,14 @@ def _snippet(text: str, limit: int = 120) -> str:
 
 
 _TOKEN = re.compile(r'["\\\r\n]')
+
+
+def _phase_param(phase: str | None) -> dict[str, str] | None:
+    return {"phase": phase} if phase is not None else None
+
+
+def _path(segment: str) -> str:
+    return quote(segment, safe="")
 
 
 def _multipart(

@@ -22,7 +22,18 @@ from layersched.server.db import make_engine, make_sessionmaker
 from layersched.server.errors import ServiceError, error_response
 from layersched.server.metrics import ServiceCollector
 from layersched.server.queue import CeleryEnqueuer, Enqueuer
-from layersched.server.routes import admin, api_docs, evalsets, health, leaderboard, me, pages, signin, submissions
+from layersched.server.routes import (
+    admin,
+    api_docs,
+    evalsets,
+    health,
+    leaderboard,
+    me,
+    pages,
+    phases,
+    signin,
+    submissions,
+)
 from layersched.server.schemas import ErrorBody
 from layersched.server.tracks import load_tracks
 from layersched.sim.version import SIM_VERSION
@@ -93,7 +104,7 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
         upload_path=f"{API_PREFIX}/submissions",
         sessionmaker=app.state.sessionmaker,
     )
-    for module in (me, submissions, leaderboard, evalsets, admin):
+    for module in (me, submissions, leaderboard, phases, evalsets, admin):
         app.include_router(module.router, prefix=API_PREFIX, responses=ERROR_RESPONSES)
     app.include_router(health.router)
     app.include_router(pages.router)

@@ -81,6 +81,15 @@ class Settings(BaseSettings):
 
     # The public sample set shipped in the package: the very file `layersched validate` scores on.
     evalset_path: Path = SAMPLE_PATH
+    # More sets for phases to score on (the sample beside the hidden set: a dev phase beside the final one): `serve`
+    # registers each, not current, with its baselines' rows; `layersched admin phase create --evalset NAME` uses them.
+    extra_evalset_paths: Annotated[
+        tuple[Path, ...],
+        Field(
+            description="evaluation set files registered besides LAYERSCHED_EVALSET_PATH (not current), as a JSON "
+            "list: LAYERSCHED_EXTRA_EVALSET_PATHS='[\"hidden_seeds/sample.toml\"]'"
+        ),
+    ] = ()
     # Tracks beyond the built-in ones: a set registered on one is described (its board's reference, title) from it.
     track_modules: Annotated[
         tuple[str, ...],

@@ -1,4 +1,8 @@
-"""Ranking: the public board, the final (private) board, and baseline reference rows.
+"""Ranking: each phase's public board, its final (private) board, and baseline reference rows.
+
+Every phase has its own boards: its submissions, scored on its evaluation set, with that set's baselines, frozen and
+published on its own (``LeaderboardState`` per phase). A phase whose visibility is ``organisers`` shows its boards to
+organisers alone.
 
 The public board ranks each participant's best public score; selection plays no part in it. With the Ladder
 (``Settings.public_ladder_step``) it shows instead each participant's last score the Ladder revealed, and the owner of
@@ -10,7 +14,7 @@ selected (at most ``Settings.final_submissions``), or with none selected among t
 Choosing by the private scores themselves would be selection on the hidden data that the split exists to prevent.
 
 Lower scores are better: a score is the geometric mean of per-scenario ratios to the reference baseline of the
-current set's track (``Track.reference_baseline``), whose row is 1.0; ties go to the earlier submission. A board says
+phase's set's track (``Track.reference_baseline``), whose row is 1.0; ties go to the earlier submission. A board says
 which track it is (``Leaderboard.track``, ``track_title``, ``reference_baseline``), so that its pages and the CLI
 name that reference rather than one problem's. A frozen leaderboard serves the public ranking kept at freeze time,
 while evaluations go on. The private split is shown only once organisers publish it (organisers may always look),
@@ -33,12 +37,11 @@ from sqlalchemy.orm import Session
 
 from layersched.server import storage
 from layersched.server.errors import Forbidden
-from layersched.server.models import BaselineResult, EvalSet, LeaderboardState, User
+from layersched.server.models import BaselineResult, LeaderboardState, Phase, User
 from layersched.server.schemas import Leaderboard, LeaderboardRow, Score
 from layersched.server.storage import ScoredEntry
 from layersched.server.tracks import track_fields, with_track
 from layersched.sim.scoring import ladder
-from layersched.sim.tracks import DEFAULT_TRACK_ID
 
 Split = Literal["public", "private"]
 DEFAULT_FINAL_SUBMISSIONS = 2  # Settings.final_submissions' default, for callers without settings (tests, scripts)
@@ -53,26 +56,24 @@ def _score(raw: dict[str, Any] | None) -> dict[str, Any] | None:
 def build_leaderboard(
     *,
     session: Session,
+    phase: Phase,
     split: Split,
     ladder_step: float | None = None,
     final_submissions: int = DEFAULT_FINAL_SUBMISSIONS,
 ) -> Leaderboard:
-    """The live ranking of ``split`` on the current evaluation set (ignores freezing and publishing).
+    """The live ranking of ``split`` of ``phase`` (ignores freezing and publishing).
 
     ``ladder_step`` (organisers' option) applies the Ladder to the public split; ``final_submissions`` is how many
     selected (or, with none selected, best public) submissions of each participant the private split considers.
     """
-    evalset = storage.get_current_evalset(session=session)
-    public = _entries(session, "public", evalset)
+    public = _entries(session, "public", phase)
     return _build(
-        session, split, evalset=evalset, public=public, ladder_step=ladder_step, final_submissions=final_submissions
+        session, split, phase=phase, public=public, ladder_step=ladder_step, final_submissions=final_submissions
     )
 
 
-def _entries(session: Session, split: Split, evalset: EvalSet | None) -> list[ScoredEntry]:
-    entries: list[ScoredEntry] = storage.leaderboard_entries(
-        session=session, split=split, evalset_name=evalset.name if evalset else None
-    )
+def _entries(session: Session, split: Split, phase: Phase) -> list[ScoredEntry]:
+    entries: list[ScoredEntry] = storage.leaderboard_entries(session=session, split=split, phase=phase)
     return entries
 
 
@@ -80,7 +81,7 @@ def _build(
     session: Session,
     split: Split,
     *,
-    evalset: EvalSet | None,
+    phase: Phase,
     public: list[ScoredEntry],
     ladder_step: float | None,
     final_submissions: int,
@@ -88,16 +89,20 @@ def _build(
     if split == "public":
         chosen = _best_public(public, ladder_step)
     else:
-        chosen = _final(public, _entries(session, "private", evalset), final_submissions)
-    rows = _participant_rows(session, split, chosen.values())
-    if evalset is not None:
-        rows += _baseline_rows(session, split, evalset)
+        chosen = _final(public, _entries(session, "private", phase), final_submissions)
+    rows = _participant_rows(session, split, phase, chosen.values())
+    rows += _baseline_rows(session, split, phase)
     # Baselines are reference lines among the participants, so the table is sorted by score throughout.
     rows.sort(key=lambda r: (r.score, r.baseline, r.submitted_at))
-    state = storage.get_leaderboard_state(session=session)
-    # With no set registered yet there is no track to read: the empty board is described as the default track's.
-    track = track_fields(evalset.track if evalset is not None else DEFAULT_TRACK_ID)
-    return Leaderboard(split=split, frozen=state.frozen, published=state.private_published, rows=rows, **track)
+    state = storage.get_leaderboard_state(session=session, phase=phase)
+    return Leaderboard(
+        phase=phase.name,
+        split=split,
+        frozen=state.frozen,
+        published=state.private_published,
+        rows=rows,
+        **track_fields(phase.evalset.track),
+    )
 
 
 def _order(entry: ScoredEntry) -> tuple[Any, ...]:
@@ -160,9 +165,11 @@ def _final(public: list[ScoredEntry], private: list[ScoredEntry], n: int) -> dic
     return final
 
 
-def _participant_rows(session: Session, split: Split, chosen: Iterable[ScoredEntry]) -> list[LeaderboardRow]:
+def _participant_rows(
+    session: Session, split: Split, phase: Phase, chosen: Iterable[ScoredEntry]
+) -> list[LeaderboardRow]:
     ranked = sorted(chosen, key=_order)
-    counts = storage.count_submissions_by_owner(session=session)
+    counts = storage.count_submissions_by_owner(session=session, phase=phase)
     scores = storage.evaluation_scores(session=session, split=split, evaluation_ids=[e.evaluation_id for e in ranked])
     rows = []
     for i, entry in enumerate(ranked, start=1):
@@ -185,10 +192,11 @@ def _participant_rows(session: Session, split: Split, chosen: Iterable[ScoredEnt
     return rows
 
 
-def _baseline_rows(session: Session, split: Split, evalset: EvalSet) -> list[LeaderboardRow]:
-    """One row per baseline: the newest (a simulator release re-scores them under a new version)."""
+def _baseline_rows(session: Session, split: Split, phase: Phase) -> list[LeaderboardRow]:
+    """One row per baseline of the phase's set: the newest (a simulator release re-scores them under a new
+    version)."""
     latest: dict[str, BaselineResult] = {}
-    for result in storage.list_baseline_results(session=session, evalset_commitment=evalset.commitment):
+    for result in storage.list_baseline_results(session=session, evalset_commitment=phase.evalset.commitment):
         if result.baseline not in latest or result.created_at > latest[result.baseline].created_at:
             latest[result.baseline] = result
     rows = []
@@ -214,17 +222,19 @@ def _baseline_rows(session: Session, split: Split, evalset: EvalSet) -> list[Lea
     return rows
 
 
-def freeze_snapshot(*, session: Session) -> dict[str, Any]:
-    """The public board as it stands, for freezing (laddered when the Ladder is on: freezing must reveal nothing)."""
+def freeze_snapshot(*, session: Session, phase: Phase) -> dict[str, Any]:
+    """The phase's public board as it stands, for freezing (laddered when the Ladder is on: freezing must reveal
+    nothing)."""
     cache = _cache(session)
-    board = build_leaderboard(session=session, split="public", ladder_step=cache.ladder_step)
+    board = build_leaderboard(session=session, phase=phase, split="public", ladder_step=cache.ladder_step)
     return {"public": board.model_dump(mode="json")}
 
 
-def final_snapshot(*, session: Session) -> dict[str, Any]:
-    """The final (private) board as it stands, for publishing: what the published board shows from then on."""
+def final_snapshot(*, session: Session, phase: Phase) -> dict[str, Any]:
+    """The phase's final (private) board as it stands, for publishing: what its published board shows from then
+    on."""
     cache = _cache(session)
-    board = build_leaderboard(session=session, split="private", final_submissions=cache.final_submissions)
+    board = build_leaderboard(session=session, phase=phase, split="private", final_submissions=cache.final_submissions)
     dumped: dict[str, Any] = board.model_dump(mode="json")
     return dumped
 
@@ -247,7 +257,7 @@ class PublicView:
     def public_score(self, submission_id: int, raw: Score | None) -> tuple[Score | None, bool | None]:
         """The public score to show for a submission whose raw public score is ``raw``, and whether the Ladder
         revealed it (None: the Ladder plays no part). Under the Ladder a submission off the board (disqualified,
-        or not scored on the current evaluation set) shows none: its raw score would be the probe the Ladder stops.
+        or not scored on its phase's evaluation set) shows none: its raw score would be the probe the Ladder stops.
         """
         if self.laddered is None or raw is None:
             return raw, None
@@ -255,25 +265,43 @@ class PublicView:
         return shown if shown is not None else (None, None)
 
 
-def public_view(*, session: Session, viewer: User | None) -> PublicView:
-    """The public board as anyone sees it (checked against the database: an owner's page must show its rank as soon
-    as it shows ``succeeded``), with the public scores ``viewer`` may see of their own submissions."""
-    entry = _visible(session=session, split="public", viewer=None, fresh=True)
+def public_view(*, session: Session, viewer: User | None, phase: Phase) -> PublicView:
+    """The phase's public board as anyone sees it (checked against the database: an owner's page must show its rank
+    as soon as it shows ``succeeded``), with the public scores ``viewer`` may see of their own submissions. A board
+    shown to organisers only is, to anyone else, one without rows: no submission of it has a rank for them."""
     organiser = viewer is not None and viewer.role == "organiser"
-    return PublicView(entry.board, None if organiser else entry.laddered)
+    entry = _cached(session=session, phase=phase, split="public", fresh=True)
+    board = entry.board if storage.board_visible(phase, viewer) else entry.board.model_copy(update={"rows": []})
+    return PublicView(board, None if organiser else entry.laddered)
 
 
-def visible_leaderboard(*, session: Session, split: Split, viewer: User | None, fresh: bool = False) -> Leaderboard:
-    """What ``viewer`` (None: anonymous) may see of ``split``: frozen or published snapshot, publication rule applied.
+class PublicViews:
+    """:func:`public_view` of each phase, built when first asked for: a list of submissions spans phases."""
+
+    def __init__(self, session: Session, viewer: User | None) -> None:
+        self._session, self._viewer = session, viewer
+        self._views: dict[int, PublicView] = {}
+
+    def of(self, phase: Phase) -> PublicView:
+        if phase.id not in self._views:
+            self._views[phase.id] = public_view(session=self._session, viewer=self._viewer, phase=phase)
+        return self._views[phase.id]
+
+
+def visible_leaderboard(
+    *, session: Session, phase: Phase, split: Split, viewer: User | None, fresh: bool = False
+) -> Leaderboard:
+    """What ``viewer`` (None: anonymous) may see of the phase's ``split``: frozen or published snapshot, publication
+    and visibility rules applied (Forbidden when they hide it).
 
     ``fresh`` checks the cached board against the database whatever its age.
     """
-    return _visible(session=session, split=split, viewer=viewer, fresh=fresh).board
+    return _visible(session=session, phase=phase, split=split, viewer=viewer, fresh=fresh).board
 
 
-def visible_leaderboard_json(*, session: Session, split: Split, viewer: User | None) -> bytes:
+def visible_leaderboard_json(*, session: Session, phase: Phase, split: Split, viewer: User | None) -> bytes:
     """:func:`visible_leaderboard` as the JSON body of the API (serialised once per version of the board)."""
-    entry = _visible(session=session, split=split, viewer=viewer)
+    entry = _visible(session=session, phase=phase, split=split, viewer=viewer)
     if entry.body is None:
         entry.body = entry.board.model_dump_json().encode()
     return entry.body
@@ -304,7 +332,7 @@ class _EngineCache:
     max_age_s: float = 0.0
     ladder_step: float | None = None
     final_submissions: int = DEFAULT_FINAL_SUBMISSIONS
-    entries: dict[str, _Entry] = field(default_factory=dict)
+    entries: dict[tuple[int, str], _Entry] = field(default_factory=dict)  # by (phase id, split)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -339,56 +367,80 @@ def _cache(session: Session) -> _EngineCache:
     return _CACHES.setdefault(engine, _EngineCache())
 
 
-def _visible(*, session: Session, split: Split, viewer: User | None, fresh: bool = False) -> _Entry:
+def _visible(*, session: Session, phase: Phase, split: Split, viewer: User | None, fresh: bool = False) -> _Entry:
+    if not storage.board_visible(phase, viewer):
+        raise Forbidden(f"the leaderboard of phase {phase.name!r} is shown to organisers only")
+    entry = _cached(session=session, phase=phase, split=split, fresh=fresh)
+    organiser = viewer is not None and viewer.role == "organiser"
+    if split == "private" and not entry.board.published and not organiser:
+        raise Forbidden(f"the private leaderboard of phase {phase.name!r} is not published yet")
+    return entry
+
+
+def _cached(*, session: Session, phase: Phase, split: Split, fresh: bool) -> _Entry:
+    """The phase's ``split`` board as it is now (whoever may see it), from the cache when it is still current."""
     cache = _cache(session)
-    entry = cache.entries.get(split)
+    entry = cache.entries.get((phase.id, split))
     now, commits = time.monotonic(), _commits  # read first: a commit during the checks makes the next read check
     if entry is None or entry.commits != commits or fresh:
         with cache.lock:  # this process wrote: every reader waits for the check (read-your-writes)
-            entry = _check(session=session, split=split, cache=cache, commits=commits, now=now)
+            entry = _check(session=session, phase=phase, split=split, cache=cache, commits=commits, now=now)
     elif now - entry.checked >= cache.max_age_s and cache.lock.acquire(blocking=False):
         # Only age: one request checks, the others keep serving the current board meanwhile (no stampede of
         # checks under load, which cost 250 ms at p99 with 200 requests/s).
         try:
-            entry = _check(session=session, split=split, cache=cache, commits=commits, now=now)
+            entry = _check(session=session, phase=phase, split=split, cache=cache, commits=commits, now=now)
         finally:
             cache.lock.release()
-    organiser = viewer is not None and viewer.role == "organiser"
-    if split == "private" and not entry.board.published and not organiser:
-        raise Forbidden("the private leaderboard is not published yet")
     return entry
 
 
-def _check(*, session: Session, split: Split, cache: _EngineCache, commits: int, now: float) -> _Entry:
-    state = storage.get_leaderboard_state(session=session)
-    key = (state.frozen, state.frozen_at, state.private_published, storage.leaderboard_fingerprint(session=session))
-    entry = cache.entries.get(split)
+def _check(*, session: Session, phase: Phase, split: Split, cache: _EngineCache, commits: int, now: float) -> _Entry:
+    state = storage.get_leaderboard_state(session=session, phase=phase)
+    key = (
+        phase.evalset_id,  # the default phase follows the current set
+        state.frozen,
+        state.frozen_at,
+        state.private_published,
+        storage.leaderboard_fingerprint(session=session),
+    )
+    entry = cache.entries.get((phase.id, split))
     if entry is None or entry.key != key:
-        entry = _build_entry(session=session, split=split, state=state, cache=cache, key=key)
-        cache.entries[split] = entry
+        entry = _build_entry(session=session, phase=phase, split=split, state=state, cache=cache, key=key)
+        cache.entries[(phase.id, split)] = entry
     entry.commits, entry.checked = commits, now
     return entry
 
 
+def _snapshot_board(snapshot: dict[str, Any], phase: Phase) -> Leaderboard:
+    # Snapshots taken before phases (migration 0007 kept them as main's) name no phase: they are their phase's.
+    return Leaderboard.model_validate({"phase": phase.name, **with_track(snapshot)})
+
+
 def _build_entry(
-    *, session: Session, split: Split, state: LeaderboardState, cache: _EngineCache, key: tuple[Any, ...]
+    *,
+    session: Session,
+    phase: Phase,
+    split: Split,
+    state: LeaderboardState,
+    cache: _EngineCache,
+    key: tuple[Any, ...],
 ) -> _Entry:
     if split == "private" and state.private_published and state.private_snapshot:
-        board = Leaderboard.model_validate(with_track(state.private_snapshot))
+        board = _snapshot_board(state.private_snapshot, phase)
         return _Entry(key, board.model_copy(update={"frozen": state.frozen, "published": True}))
-    evalset = storage.get_current_evalset(session=session)
     if split == "public" and state.frozen and state.snapshot:
-        board = Leaderboard.model_validate(with_track(state.snapshot["public"]))
+        board = _snapshot_board(state.snapshot["public"], phase)
         board = board.model_copy(update={"frozen": True, "published": state.private_published})
         if cache.ladder_step is None:
             return _Entry(key, board)
-        public = _entries(session, "public", evalset)
+        public = _entries(session, "public", phase)
     else:
-        public = _entries(session, "public", evalset)
+        public = _entries(session, "public", phase)
         board = _build(
             session,
             split,
-            evalset=evalset,
+            phase=phase,
             public=public,
             ladder_step=cache.ladder_step,
             final_submissions=cache.final_submissions,

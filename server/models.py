@@ -34,6 +34,8 @@ EVALUATION_STATES = ("queued", "running", "succeeded", "failed", "cancelled")
 ACTIVE_STATES = ("queued", "running")
 TERMINAL_STATES = ("succeeded", "failed", "cancelled")
 SANDBOXES = ("docker", "process")
+# Who sees a phase and its boards: everyone, or the organisers only (a phase being prepared, a hidden check round).
+PHASE_VISIBILITIES = ("public", "organisers")
 
 
 def utcnow() -> dt.datetime:
@@ -127,8 +129,12 @@ class Submission(Base):
     disqualified_reason: Mapped[str | None] = mapped_column(Text)
     # False once the initial evaluation failed through the service's fault: such a submission is given back.
     counts_against_quota: Mapped[bool] = mapped_column(Boolean, default=True)
+    # The phase it was made for: its initial evaluation runs on the phase's set, its reruns and audits stay there,
+    # and it ranks on that phase's boards only.
+    phase_id: Mapped[int] = mapped_column(ForeignKey("phases.id"), index=True)
 
     owner: Mapped[User] = relationship()
+    phase: Mapped[Phase] = relationship()
     evaluations: Mapped[list[Evaluation]] = relationship(
         back_populates="submission", order_by="Evaluation.id", foreign_keys="Evaluation.submission_id"
     )
@@ -235,12 +241,14 @@ class BaselineResult(Base):
 
 
 class LeaderboardState(Base):
-    """A single row (id 1). ``snapshot`` holds the public leaderboard as it was when it was frozen,
-    ``private_snapshot`` the private one as it was published: the final ranking, which nothing done later moves."""
+    """One row per phase (made when the phase's board is first read). ``snapshot`` holds the phase's public
+    leaderboard as it was when it was frozen, ``private_snapshot`` the private one as it was published: the phase's
+    final ranking, which nothing done later moves."""
 
     __tablename__ = "leaderboard_state"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    phase_id: Mapped[int] = mapped_column(ForeignKey("phases.id", ondelete="CASCADE"), unique=True)
     frozen: Mapped[bool] = mapped_column(Boolean, default=False)
     frozen_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     snapshot: Mapped[dict[str, Any] | None] = mapped_column(JSON)
@@ -265,6 +273,27 @@ class EvalSet(Base):
     revealed: Mapped[bool] = mapped_column(Boolean, default=False)
     revealed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class Phase(Base):
+    """A stage of the challenge (``dev`` on the public sample, ``final`` on the hidden set, one per track, a round):
+    its own evaluation set, opening and closing times, quota and boards. Several may be open at once."""
+
+    __tablename__ = "phases"
+    __table_args__ = (CheckConstraint(_one_of("visibility", PHASE_VISIBILITIES), name="visibility"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(50), unique=True)
+    title: Mapped[str] = mapped_column(String(200))
+    # The set its submissions are scored on; the phase's track is the set's.
+    evalset_id: Mapped[int] = mapped_column(ForeignKey("evalsets.id"), index=True)
+    opens_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+    closes_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())  # None: open-ended
+    daily_quota: Mapped[int | None] = mapped_column(Integer)  # None: Settings.daily_quota
+    visibility: Mapped[str] = mapped_column(String(16), default="public")
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+    evalset: Mapped[EvalSet] = relationship()
 
 
 class AuditLogEntry(Base):

@@ -5,11 +5,12 @@ What a row shows depends on who reads it: ``visibility.Audience``.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any, cast
 
 from layersched.server import storage
 from layersched.server.leaderboard import PublicView
-from layersched.server.models import EpisodeResult, EvalSet, Evaluation, Submission, User
+from layersched.server.models import EpisodeResult, EvalSet, Evaluation, Phase, Submission, User
 from layersched.server.schemas import (
     AuditVerdict,
     EpisodeLog,
@@ -18,12 +19,15 @@ from layersched.server.schemas import (
     EvalSetPublic,
     EvaluationDetail,
     EvaluationPublic,
+    PhasePublic,
     Progress,
     ScenarioPublic,
     Score,
     State,
     SubmissionPublic,
+    Visibility,
 )
+from layersched.server.storage import is_open, phase_quota
 from layersched.server.tracks import track_fields
 from layersched.server.visibility import Audience, audience, hidden_episode_message
 
@@ -117,6 +121,7 @@ def submission_public(
     raw = _score(scored.score_public) if scored else None
     score, revealed = view.public_score(submission.id, raw) if view is not None else (raw, None)
     return SubmissionPublic(
+        phase=submission.phase.name,
         id=submission.id,
         name=submission.name,
         description=submission.description,
@@ -132,6 +137,20 @@ def submission_public(
         selected=submission.selected,
         evaluations=[evaluation_public(e, reader) for e in submission.evaluations],
         score_revealed=revealed,
+    )
+
+
+def phase_public(phase: Phase, *, default_quota: int, now: dt.datetime) -> PhasePublic:
+    return PhasePublic(
+        name=phase.name,
+        title=phase.title,
+        evalset=phase.evalset.name,
+        opens_at=phase.opens_at,
+        closes_at=phase.closes_at,
+        open=is_open(phase, now),
+        daily_quota=phase_quota(phase, default_quota),
+        visibility=cast(Visibility, phase.visibility),  # CHECK constraint guarantees the value
+        **track_fields(phase.evalset.track),
     )
 
 

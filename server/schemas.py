@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 Role = Literal["participant", "organiser"]
 State = Literal["queued", "running", "succeeded", "failed", "cancelled"]
@@ -102,6 +102,7 @@ class EvaluationPublic(BaseModel):
 
 class SubmissionPublic(BaseModel):
     id: int
+    phase: str
     name: str
     description: str
     owner: str
@@ -193,6 +194,7 @@ class TrackDescribed(BaseModel):
 
 
 class Leaderboard(TrackDescribed):
+    phase: str
     split: Literal["public", "private"]
     frozen: bool
     published: bool
@@ -200,6 +202,7 @@ class Leaderboard(TrackDescribed):
 
 
 class LeaderboardStatePublic(BaseModel):
+    phase: str
     frozen: bool
     frozen_at: dt.datetime | None
     published: bool
@@ -238,6 +241,44 @@ class AuditLogPublic(BaseModel):
 class AuditLogList(BaseModel):
     data: list[AuditLogPublic]
     count: int
+
+
+# ---------------------------------------------------------------------------------------------------------- phases
+
+PHASE_NAME = r"^[a-z0-9][a-z0-9_-]{0,49}$"
+Visibility = Literal["public", "organisers"]
+
+
+class PhasePublic(TrackDescribed):
+    """A phase as participants see it: what it scores on, when it takes submissions, and its quota."""
+
+    name: str
+    title: str
+    evalset: str
+    opens_at: dt.datetime
+    closes_at: dt.datetime | None
+    open: bool
+    daily_quota: int
+    visibility: Visibility
+
+
+class PhasesPublic(BaseModel):
+    data: list[PhasePublic]
+    count: int
+
+
+class PhaseCreate(BaseModel):
+    name: str = Field(pattern=PHASE_NAME, description="a slug: lower-case letters, digits, - and _")
+    title: str = Field(default="", max_length=200, pattern=NO_NUL)
+    evalset: str = Field(min_length=1, max_length=100, pattern=NO_NUL)
+    opens_at: AwareDatetime | None = Field(default=None, description="default: now")
+    closes_at: AwareDatetime | None = Field(default=None, description="default: open-ended")
+    daily_quota: int | None = Field(default=None, ge=0, description="default: the server's daily quota")
+    visibility: Visibility = "public"
+
+
+class PhaseClose(BaseModel):
+    at: AwareDatetime | None = Field(default=None, description="default: now")
 
 
 # ------------------------------------------------------------------------------------------------- evaluation sets

@@ -70,6 +70,11 @@ def serve(*, host: str, port: int, data_dir: Path, demo: bool) -> int:
     print(
         f"layersched: evaluation set {evalset.name!r} (commitment {evalset.commitment[:16]}...) registered", flush=True
     )
+    for path in settings.extra_evalset_paths:  # for phases besides the default one (admin phase create --evalset)
+        extra = register_and_score(
+            path=path, settings=settings, current=False, workers=cores, progress=BaselineProgress(workers=cores)
+        )
+        print(f"layersched: evaluation set {extra.name!r} also registered, for phases", flush=True)
     choice = choose_sandbox(settings)
     print(f"layersched: {choice.describe()}", flush=True)
     tokens = _demo_users(settings) if demo else {}

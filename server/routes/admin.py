@@ -2,12 +2,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Query, Response
 from fastapi import Path as PathParam
 
 from layersched.server import leaderboard, presenters, queue, storage
-from layersched.server.deps import EnqueuerDep, Organiser, PageDep, RowId, SessionDep
-from layersched.server.models import LeaderboardState
+from layersched.server.deps import EnqueuerDep, Organiser, PageDep, RowId, SessionDep, SettingsDep
+from layersched.server.models import LeaderboardState, Phase, utcnow
 from layersched.server.schemas import (
     NO_NUL,
     AuditLogList,
@@ -19,6 +19,9 @@ from layersched.server.schemas import (
     EvaluationPublic,
     FreezeRequest,
     LeaderboardStatePublic,
+    PhaseClose,
+    PhaseCreate,
+    PhasePublic,
     RerunRequest,
     SubmissionPublic,
     TokenCreated,
@@ -88,8 +91,14 @@ def disqualify(
     )
 
 
-def _state_public(state: LeaderboardState) -> LeaderboardStatePublic:
+PhaseName = Annotated[str, PathParam(max_length=50, pattern=NO_NUL)]
+# Which phase's board: default, as for GET /leaderboard, the only open phase (or the only phase there is).
+BoardPhase = Annotated[str | None, Query(max_length=50, pattern=NO_NUL, description="default: the open phase")]
+
+
+def _state_public(phase: Phase, state: LeaderboardState) -> LeaderboardStatePublic:
     return LeaderboardStatePublic(
+        phase=phase.name,
         frozen=state.frozen,
         frozen_at=state.frozen_at,
         published=state.private_published,
@@ -98,16 +107,52 @@ def _state_public(state: LeaderboardState) -> LeaderboardStatePublic:
 
 
 @router.post("/leaderboard/freeze", response_model=LeaderboardStatePublic)
-def freeze(session: SessionDep, actor: Organiser, body: FreezeRequest) -> LeaderboardStatePublic:
-    snapshot = leaderboard.freeze_snapshot(session=session) if body.frozen else None
-    state = storage.set_leaderboard_frozen(session=session, frozen=body.frozen, snapshot=snapshot, actor=actor)
-    return _state_public(state)
+def freeze(
+    session: SessionDep, actor: Organiser, body: FreezeRequest, phase: BoardPhase = None
+) -> LeaderboardStatePublic:
+    target = storage.resolve_phase(session=session, name=phase, for_board=True)
+    snapshot = leaderboard.freeze_snapshot(session=session, phase=target) if body.frozen else None
+    state = storage.set_leaderboard_frozen(
+        session=session, phase=target, frozen=body.frozen, snapshot=snapshot, actor=actor
+    )
+    return _state_public(target, state)
 
 
 @router.post("/leaderboard/publish", response_model=LeaderboardStatePublic)
-def publish(session: SessionDep, actor: Organiser) -> LeaderboardStatePublic:
-    snapshot = leaderboard.final_snapshot(session=session)
-    return _state_public(storage.publish_private(session=session, actor=actor, snapshot=snapshot))
+def publish(session: SessionDep, actor: Organiser, phase: BoardPhase = None) -> LeaderboardStatePublic:
+    target = storage.resolve_phase(session=session, name=phase, for_board=True)
+    snapshot = leaderboard.final_snapshot(session=session, phase=target)
+    return _state_public(target, storage.publish_private(session=session, phase=target, actor=actor, snapshot=snapshot))
+
+
+@router.post("/phases", status_code=201, response_model=PhasePublic)
+def create_phase(session: SessionDep, actor: Organiser, settings: SettingsDep, body: PhaseCreate) -> PhasePublic:
+    phase = storage.create_phase(
+        session=session,
+        name=body.name,
+        title=body.title or body.name,
+        evalset_name=body.evalset,
+        opens_at=body.opens_at,
+        closes_at=body.closes_at,
+        daily_quota=body.daily_quota,
+        visibility=body.visibility,
+        actor=actor,
+    )
+    return presenters.phase_public(phase, default_quota=settings.daily_quota, now=utcnow())
+
+
+@router.post("/phases/{name}/open", response_model=PhasePublic)
+def open_phase(session: SessionDep, actor: Organiser, settings: SettingsDep, name: PhaseName) -> PhasePublic:
+    phase = storage.open_phase(session=session, name=name, actor=actor)
+    return presenters.phase_public(phase, default_quota=settings.daily_quota, now=utcnow())
+
+
+@router.post("/phases/{name}/close", response_model=PhasePublic)
+def close_phase(
+    session: SessionDep, actor: Organiser, settings: SettingsDep, name: PhaseName, body: PhaseClose | None = None
+) -> PhasePublic:
+    phase = storage.close_phase(session=session, name=name, actor=actor, at=body.at if body else None)
+    return presenters.phase_public(phase, default_quota=settings.daily_quota, now=utcnow())
 
 
 @router.post("/evalsets/{name}/reveal", response_model=EvalSetPublic)

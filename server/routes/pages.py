@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 
 from layersched.server import charts, leaderboard, presenters, storage, visibility
 from layersched.server.deps import PageDep, RowId, SessionDep, SettingsDep
-from layersched.server.errors import Forbidden, NotFound
-from layersched.server.models import Submission, User
+from layersched.server.errors import Conflict, Forbidden, NotFound
+from layersched.server.models import Phase, Submission, User, utcnow
 from layersched.server.routes.page_auth import PageViewer
 from layersched.server.routes.page_render import message, render
 from layersched.server.routes.signin import signin_page
@@ -30,6 +30,19 @@ from layersched.server.tracks import track_fields
 router = APIRouter(include_in_schema=False)
 
 
+def _page_phase(session: Session, name: str | None, shown: list[Phase]) -> Phase:
+    """The phase whose board the page shows: ``name``, else the API's default, else (several open) the first open
+    phase the reader may see."""
+    try:
+        return storage.resolve_phase(session=session, name=name, for_board=True)
+    except Conflict:
+        now = utcnow()
+        open_now = [p for p in shown if storage.is_open(p, now)]
+        if not open_now:
+            raise
+        return open_now[0]
+
+
 @router.get("/", response_class=HTMLResponse)
 def leaderboard_page(
     request: Request,
@@ -37,13 +50,20 @@ def leaderboard_page(
     viewer: PageViewer,
     settings: SettingsDep,
     split: Literal["public", "private"] = "public",
+    phase: str | None = None,
 ) -> HTMLResponse:
+    """The board of one phase, with the list of the phases whose boards the reader may see, each linked."""
+    shown = [p for p in storage.list_phases(session=session) if storage.board_visible(p, viewer)]
     try:
-        board = leaderboard.visible_leaderboard(session=session, split=split, viewer=viewer)
+        target = _page_phase(session, phase, shown)
+        board = leaderboard.visible_leaderboard(session=session, phase=target, split=split, viewer=viewer)
+    except (NotFound, Conflict) as exc:
+        # No phase yet is the state of a new server, not the reader's error.
+        status = 200 if not shown and phase is None else exc.status
+        return message(request, "Leaderboard", exc.message, viewer=viewer, status_code=status)
     except Forbidden as exc:
-        return message(request, "Private leaderboard", exc.message, viewer=viewer, status_code=403)
+        return message(request, "Leaderboard", exc.message, viewer=viewer, status_code=403)
     scenarios = sorted({name for row in board.rows for name in row.per_scenario})
-    evalset = storage.get_current_evalset(session=session)
     deadline = settings.submission_deadline
     return render(
         request,
@@ -52,8 +72,11 @@ def leaderboard_page(
             "board": board,
             "scenarios": scenarios,
             "chart": charts.score_chart(board.rows, reference=board.reference_baseline),
-            "evalset": evalset,
-            "state": storage.get_leaderboard_state(session=session),
+            "evalset": target.evalset,
+            "phase": target,
+            "phases": shown,
+            "now": utcnow(),
+            "state": storage.get_leaderboard_state(session=session, phase=target),
             "deadline": deadline.astimezone(dt.timezone.utc) if deadline else None,
             "final_submissions": settings.final_submissions,
         },
@@ -67,9 +90,9 @@ def submissions_page(request: Request, session: SessionDep, viewer: PageViewer, 
     if viewer is None:
         return signin_page(request, next_url="/submissions", note="Sign in to see your submissions.", status_code=401)
     rows, count = storage.list_submissions(session=session, viewer=viewer, offset=page.offset, limit=page.limit)
-    view = leaderboard.public_view(session=session, viewer=viewer)
+    views = leaderboard.PublicViews(session, viewer)
     context = {
-        "submissions": [presenters.submission_public(s, viewer=viewer, view=view) for s in rows],
+        "submissions": [presenters.submission_public(s, viewer=viewer, view=views.of(s.phase)) for s in rows],
         "count": count,
         "offset": page.offset,
         "limit": page.limit,
@@ -111,15 +134,19 @@ def _score_reference(session: Session, submission: Submission, board: Leaderboar
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
 def submission_page(request: Request, session: SessionDep, viewer: PageViewer, submission_id: RowId) -> HTMLResponse:
     """Owners and organisers see everything, with the per-episode log; anyone sees a submission on the leaderboard."""
-    view = leaderboard.public_view(session=session, viewer=viewer)
     try:
         submission = storage.get_submission(session=session, submission_id=submission_id, viewer=viewer)
         full = True
     except NotFound:
-        if view.rank(submission_id) is None:
-            return _not_shown(request, viewer, submission_id)
-        submission = storage.load_submission(session=session, submission_id=submission_id)
+        try:
+            submission = storage.load_submission(session=session, submission_id=submission_id)
+        except NotFound:
+            return _not_shown(request, viewer, submission_id)  # as for one that exists: ids stay unrevealed
         full = False
+    # The board of its phase (one the reader may not see has no rows for them: nothing of it is ranked).
+    view = leaderboard.public_view(session=session, viewer=viewer, phase=submission.phase)
+    if not full and view.rank(submission_id) is None:
+        return _not_shown(request, viewer, submission_id)
     public = presenters.submission_public(submission, viewer=viewer, view=view)
     row = next((r for r in view.board.rows if r.submission_id == submission_id), None)
     if not full and row is not None:

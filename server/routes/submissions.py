@@ -30,8 +30,15 @@ def create_submission(
     file: Annotated[UploadFile, File(description="a .py, .zip, .tar.gz or .tgz bundle")],
     name: Annotated[str, Form(min_length=1, max_length=100, pattern=NO_NUL)],
     description: Annotated[str, Form(max_length=2000, pattern=NO_NUL)] = "",
+    phase: Annotated[
+        str | None, Form(max_length=50, pattern=NO_NUL, description="default: the only open phase")
+    ] = None,
+    track: Annotated[
+        str | None, Form(max_length=50, pattern=NO_NUL, description="if sent, must be the phase's track")
+    ] = None,
 ) -> SubmissionPublic:
-    evalset = check_upload_allowed(session=session, user=user, settings=settings)
+    target = check_upload_allowed(session=session, user=user, settings=settings, phase_name=phase, track=track)
+    evalset = target.evalset
     data = _read_limited(file, settings.max_bundle_bytes)
     info = bundles.inspect_bundle(
         data,
@@ -46,7 +53,11 @@ def create_submission(
     # body_limits.RequestBodyLimits.
     storage.lock_submitter(session=session, user=user)
     storage.check_can_submit(
-        session=session, user=user, daily_quota=settings.daily_quota, max_in_flight=settings.max_in_flight
+        session=session,
+        user=user,
+        phase=target,
+        daily_quota=settings.daily_quota,
+        max_in_flight=settings.max_in_flight,
     )
     try:
         bundles.store_bundle(data, bundle_dir=settings.bundle_dir)
@@ -64,7 +75,7 @@ def create_submission(
         bundle_sha256=info.sha256,
         bundle_format=info.format,
         bundle_bytes=info.size,
-        evalset=evalset,
+        phase=target,
     )
     queue.enqueue(enqueuer, evaluation)
     return presenters.submission_public(submission, viewer=user)
@@ -73,15 +84,17 @@ def create_submission(
 @router.get("", response_model=SubmissionsPublic)
 def list_submissions(session: SessionDep, user: CurrentUser, page: PageDep) -> SubmissionsPublic:
     rows, count = storage.list_submissions(session=session, viewer=user, offset=page.offset, limit=page.limit)
-    view = leaderboard.public_view(session=session, viewer=user)
-    return SubmissionsPublic(data=[presenters.submission_public(s, viewer=user, view=view) for s in rows], count=count)
+    views = leaderboard.PublicViews(session, user)
+    return SubmissionsPublic(
+        data=[presenters.submission_public(s, viewer=user, view=views.of(s.phase)) for s in rows], count=count
+    )
 
 
 @router.get("/{submission_id}", response_model=SubmissionPublic)
 def read_submission(session: SessionDep, user: CurrentUser, submission_id: RowId) -> SubmissionPublic:
     submission = storage.get_submission(session=session, submission_id=submission_id, viewer=user)
     return presenters.submission_public(
-        submission, viewer=user, view=leaderboard.public_view(session=session, viewer=user)
+        submission, viewer=user, view=leaderboard.public_view(session=session, viewer=user, phase=submission.phase)
     )
 
 
@@ -103,7 +116,7 @@ def select_submission(
         deadline=settings.submission_deadline,
     )
     return presenters.submission_public(
-        submission, viewer=user, view=leaderboard.public_view(session=session, viewer=user)
+        submission, viewer=user, view=leaderboard.public_view(session=session, viewer=user, phase=submission.phase)
     )
 
 
@@ -115,5 +128,5 @@ def unselect_submission(
         session=session, submission_id=submission_id, viewer=user, deadline=settings.submission_deadline
     )
     return presenters.submission_public(
-        submission, viewer=user, view=leaderboard.public_view(session=session, viewer=user)
+        submission, viewer=user, view=leaderboard.public_view(session=session, viewer=user, phase=submission.phase)
     )

@@ -7,7 +7,8 @@ change state commit before returning, so each is one transaction.
 - ``evalsets``: the registered evaluation sets; ``baselines``: the reference baselines' scores per set;
 - ``submissions``: uploads, quota, visibility, deadline and final selection; ``reruns``: reruns and audits;
 - ``evaluations``: the queued row, the worker's claim, episode results and the end (idempotent for redeliveries);
-- ``leaderboard``: frozen/published state and the board's queries.
+- ``phases``: the challenge's phases (set, times, quota, board visibility) and which one an upload is for;
+- ``leaderboard``: each phase's frozen/published state and its boards' queries.
 
 This package re-exports them so that callers keep writing ``storage.create_submission(...)``: the package is the
 storage layer's one public face, the modules are how it is cut.
@@ -44,12 +45,25 @@ from layersched.server.storage.evaluations import (
 from layersched.server.storage.leaderboard import (
     ScoredEntry,
     evaluation_scores,
+    find_leaderboard_state,
     get_leaderboard_state,
     leaderboard_entries,
     leaderboard_fingerprint,
     leaderboard_submissions,
     publish_private,
     set_leaderboard_frozen,
+)
+from layersched.server.storage.phases import (
+    DEFAULT_PHASE,
+    board_visible,
+    close_phase,
+    closed_because,
+    create_phase,
+    get_phase,
+    is_open,
+    list_phases,
+    open_phase,
+    resolve_phase,
 )
 from layersched.server.storage.reruns import create_audit, create_rerun
 from layersched.server.storage.submissions import (
@@ -65,6 +79,7 @@ from layersched.server.storage.submissions import (
     list_submissions,
     load_submission,
     lock_submitter,
+    phase_quota,
     primary_evaluation,
     scored_evaluation,
     select_submission,
@@ -72,19 +87,24 @@ from layersched.server.storage.submissions import (
 )
 
 __all__ = [
+    "DEFAULT_PHASE",
     "INFRASTRUCTURE",
     "TOKEN_PREFIX",
     "Conflict",  # the errors these functions raise, for callers that catch them
     "NotFound",
     "ScoredEntry",
     "authenticate",
+    "board_visible",
     "cancel_submission",
     "check_can_submit",
     "check_submissions_open",
+    "close_phase",
+    "closed_because",
     "count_in_flight",
     "count_submissions_by_owner",
     "count_submissions_today",
     "create_audit",
+    "create_phase",
     "create_rerun",
     "create_submission",
     "create_user",
@@ -92,16 +112,19 @@ __all__ = [
     "end_page_sessions",
     "evaluation_scores",
     "expire_stuck_evaluations",
+    "find_leaderboard_state",
     "finish_evaluation",
     "get_baseline_result",
     "get_current_evalset",
     "get_evalset",
     "get_evaluation",
     "get_leaderboard_state",
+    "get_phase",
     "get_submission",
     "get_user",
     "get_user_by_name",
     "heartbeat",
+    "is_open",
     "issue_token",
     "leaderboard_entries",
     "leaderboard_fingerprint",
@@ -109,11 +132,14 @@ __all__ = [
     "list_audit_log",
     "list_baseline_results",
     "list_evaluations",
+    "list_phases",
     "list_stale_evaluations",
     "list_submissions",
     "load_submission",
     "lock_submitter",
     "log_action",
+    "open_phase",
+    "phase_quota",
     "primary_evaluation",
     "publish_private",
     "record_episode_result",
@@ -121,6 +147,7 @@ __all__ = [
     "recorded_episodes",
     "register_evalset",
     "requeue_evaluation",
+    "resolve_phase",
     "reveal_evalset",
     "revoke_token",
     "scored_evaluation",

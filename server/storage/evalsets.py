@@ -1,4 +1,8 @@
-"""Evaluation sets as registered rows: which one is current, and revealing one after the competition."""
+"""Evaluation sets as registered rows: which one is current, and revealing one after the competition.
+
+The current set is the one of the default phase ``main``: registering a set as current points ``main`` at it (see
+``phases``), so that a server with one set keeps one phase that follows it, as before phases.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,12 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from layersched.server.errors import Conflict, NotFound
-from layersched.server.models import EvalSet, User, utcnow
+from layersched.server.errors import NotFound
+from layersched.server.models import EvalSet, Phase, User, utcnow
 from layersched.server.storage.audit import add_log_entry
 from layersched.sim.tracks import DEFAULT_TRACK_ID
+
+DEFAULT_PHASE = "main"
 
 
 def register_evalset(
@@ -39,8 +45,19 @@ def register_evalset(
     if current:
         session.execute(update(EvalSet).where(EvalSet.name != name).values(current=False))
         row.current = True
+        _point_default_phase(session, row)
     session.commit()
     return row
+
+
+def _point_default_phase(session: Session, evalset: EvalSet) -> None:
+    """Make ``evalset`` the set of the phase ``main``, made (open now, public, open-ended) when no phase exists."""
+    phase = session.scalar(select(Phase).where(Phase.name == DEFAULT_PHASE))
+    if phase is not None:
+        phase.evalset = evalset
+    elif session.scalar(select(Phase.id).limit(1)) is None:
+        now = utcnow()
+        session.add(Phase(name=DEFAULT_PHASE, title="Main", evalset=evalset, opens_at=now, created_at=now))
 
 
 def get_current_evalset(*, session: Session) -> EvalSet | None:
@@ -61,12 +78,3 @@ def reveal_evalset(*, session: Session, name: str, actor: User, now: dt.datetime
     add_log_entry(session, actor, "reveal_evalset", f"evalset:{name}", {"commitment": row.commitment})
     session.commit()
     return row
-
-
-def evalset_or_current(session: Session, name: str | None) -> EvalSet:
-    if name is not None:
-        return get_evalset(session=session, name=name)
-    current = get_current_evalset(session=session)
-    if current is None:
-        raise Conflict("no evaluation set is registered; an organiser must register one first")
-    return current

@@ -1,4 +1,4 @@
-"""The leaderboard's state (frozen, private board published) and its queries over scored submissions."""
+"""Each phase's leaderboard state (frozen, private board published) and the queries of its boards."""
 
 from __future__ import annotations
 
@@ -11,62 +11,85 @@ from sqlalchemy import ColumnElement, FromClause, func, select, true
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
-from layersched.server.models import BaselineResult, EvalSet, Evaluation, LeaderboardState, Submission, User, utcnow
+from layersched.server.models import (
+    BaselineResult,
+    Evaluation,
+    LeaderboardState,
+    Phase,
+    Submission,
+    User,
+    utcnow,
+)
 from layersched.server.storage.audit import add_log_entry
 
 
-def get_leaderboard_state(*, session: Session) -> LeaderboardState:
-    state = session.get(LeaderboardState, 1)
+def get_leaderboard_state(*, session: Session, phase: Phase) -> LeaderboardState:
+    """The state of ``phase``'s boards, made (not frozen, not published) when first asked for."""
+    state = session.scalar(select(LeaderboardState).where(LeaderboardState.phase_id == phase.id))
     if state is None:
-        state = LeaderboardState(id=1, frozen=False, private_published=False)
+        state = LeaderboardState(phase_id=phase.id, frozen=False, private_published=False)
         session.add(state)
         try:
             session.commit()
         except IntegrityError:  # another request created it first
             session.rollback()
-            state = session.get(LeaderboardState, 1)
+            state = session.scalar(select(LeaderboardState).where(LeaderboardState.phase_id == phase.id))
             assert state is not None
     return state
 
 
+def find_leaderboard_state(*, session: Session, phase: Phase) -> LeaderboardState | None:
+    """The state of ``phase``'s boards if it was ever made (reads only: a refused upload must write nothing)."""
+    return session.scalar(select(LeaderboardState).where(LeaderboardState.phase_id == phase.id))
+
+
 def set_leaderboard_frozen(
-    *, session: Session, frozen: bool, snapshot: dict[str, Any] | None, actor: User, now: dt.datetime | None = None
+    *,
+    session: Session,
+    phase: Phase,
+    frozen: bool,
+    snapshot: dict[str, Any] | None,
+    actor: User,
+    now: dt.datetime | None = None,
 ) -> LeaderboardState:
-    """Freeze (keeping ``snapshot``, the leaderboards as they are now) or unfreeze the public leaderboard."""
-    state = get_leaderboard_state(session=session)
+    """Freeze (keeping ``snapshot``, the phase's leaderboards as they are now) or unfreeze its public leaderboard."""
+    state = get_leaderboard_state(session=session, phase=phase)
     state.frozen = frozen
     state.frozen_at = (now or utcnow()) if frozen else None
     state.snapshot = snapshot if frozen else None
-    add_log_entry(session, actor, "freeze" if frozen else "unfreeze", "leaderboard", {})
+    add_log_entry(session, actor, "freeze" if frozen else "unfreeze", f"leaderboard:{phase.name}", {})
     session.commit()
     return state
 
 
 def publish_private(
-    *, session: Session, actor: User, snapshot: dict[str, Any], now: dt.datetime | None = None
+    *, session: Session, phase: Phase, actor: User, snapshot: dict[str, Any], now: dt.datetime | None = None
 ) -> LeaderboardState:
-    """Publish the private leaderboard as ``snapshot`` (the final ranking as it stands now), which is what it shows
-    from then on. Publication is once: publishing again keeps the first snapshot. It closes uploads and selection.
+    """Publish the phase's private leaderboard as ``snapshot`` (its final ranking as it stands now), which is what
+    it shows from then on. Publication is once: publishing again keeps the first snapshot. It closes the phase's
+    uploads and selection.
     """
-    get_leaderboard_state(session=session)  # creates the row if needed
+    state_id = get_leaderboard_state(session=session, phase=phase).id  # creates the row if needed
     # Locked so that two organisers publishing at once keep one snapshot, not the later of two.
-    state = session.get(LeaderboardState, 1, with_for_update=True, populate_existing=True)
+    state = session.get(LeaderboardState, state_id, with_for_update=True, populate_existing=True)
     assert state is not None
     if not state.private_published:
         state.private_published, state.published_at = True, now or utcnow()
         state.private_snapshot = snapshot
-    add_log_entry(session, actor, "publish_private", "leaderboard", {})
+    add_log_entry(session, actor, "publish_private", f"leaderboard:{phase.name}", {})
     session.commit()
     return state
 
 
-def leaderboard_submissions(*, session: Session) -> list[Submission]:
-    """Every participant's submission that is not disqualified, with evaluations and owner loaded."""
+def leaderboard_submissions(*, session: Session, phase: Phase) -> list[Submission]:
+    """Every participant's submission to ``phase`` that is not disqualified, with evaluations and owner loaded."""
     return list(
         session.scalars(
             select(Submission)
             .join(User, Submission.owner_id == User.id)
-            .where(User.role == "participant", Submission.disqualified_reason.is_(None))
+            .where(
+                User.role == "participant", Submission.disqualified_reason.is_(None), Submission.phase_id == phase.id
+            )
             .options(selectinload(Submission.evaluations), selectinload(Submission.owner))
             .order_by(Submission.id)
         )
@@ -88,18 +111,17 @@ class ScoredEntry:
     overall: float
 
 
-def leaderboard_entries(*, session: Session, split: str, evalset_name: str | None) -> list[ScoredEntry]:
-    """What :func:`leaderboard_submissions` + :func:`scored_evaluation` give, as plain columns in one query.
+def leaderboard_entries(*, session: Session, split: str, phase: Phase) -> list[ScoredEntry]:
+    """What :func:`leaderboard_submissions` + :func:`scored_evaluation` give for ``phase`` (its submissions, scored
+    on its set), as plain columns in one query.
 
     Loading every submission with its evaluations as ORM objects took 1.4 s with 10,000 submissions, and decoding
     10,000 score documents still 200 ms: this reads only each scoring evaluation's ``overall`` (about 30 ms).
     Unscored evaluations (no ``overall``) are left out. :func:`evaluation_scores` fetches the winners' documents.
     """
     scoring = select(Evaluation.submission_id, func.max(Evaluation.id).label("evaluation_id")).where(
-        Evaluation.kind != "audit", Evaluation.state == "succeeded"
+        Evaluation.kind != "audit", Evaluation.state == "succeeded", Evaluation.evalset_name == phase.evalset.name
     )
-    if evalset_name is not None:
-        scoring = scoring.where(Evaluation.evalset_name == evalset_name)
     latest = scoring.group_by(Evaluation.submission_id).subquery()
     score = Evaluation.score_public if split == "public" else Evaluation.score_private
     overall = score["overall"].as_float()
@@ -118,7 +140,12 @@ def leaderboard_entries(*, session: Session, split: str, evalset_name: str | Non
         .join(User, Submission.owner_id == User.id)
         .join(latest, latest.c.submission_id == Submission.id)
         .join(Evaluation, Evaluation.id == latest.c.evaluation_id)
-        .where(User.role == "participant", Submission.disqualified_reason.is_(None), overall.is_not(None))
+        .where(
+            User.role == "participant",
+            Submission.disqualified_reason.is_(None),
+            Submission.phase_id == phase.id,
+            overall.is_not(None),
+        )
         .order_by(Submission.id)
     )
     return [ScoredEntry(*row) for row in rows]
@@ -135,8 +162,8 @@ def leaderboard_fingerprint(*, session: Session) -> tuple[Any, ...]:
     """Aggregates that change whenever anything a live leaderboard shows changes (one query of index scans).
 
     An evaluation that succeeds moves the succeeded evaluations' count and id sum; disqualifying and new submissions
-    move the submission aggregates (the per-participant submission counts are shown); a new current evaluation set,
-    new baseline scores and new users move theirs. Freezing and publishing are read apart.
+    move the submission aggregates (the per-participant submission counts are shown); new baseline scores and new
+    users move theirs. Freezing, publishing and the phase's set are read apart (they are each board's own).
 
     Selections: the count and id sum of the selected alone do not tell {1, 4} from {2, 3}. Each selection stamps
     ``selected_at`` with a later time than any before it, so the newest stamp moves on every selection and the count
@@ -155,7 +182,6 @@ def leaderboard_fingerprint(*, session: Session) -> tuple[Any, ...]:
         [func.count(Evaluation.id).filter(succeeded), func.sum(Evaluation.id).filter(succeeded)],
         [func.count(User.id), func.max(User.id)],
         [func.count(BaselineResult.id), func.max(BaselineResult.created_at)],
-        [func.max(EvalSet.id).filter(EvalSet.current.is_(True))],
     ]
     # One scan per table (a subquery each, so no join multiplies rows), one round trip in all.
     first, *others = [select(*aggregates).subquery() for aggregates in per_table]

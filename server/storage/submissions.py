@@ -8,29 +8,39 @@ from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.orm import Session, selectinload
 
 from layersched.server.errors import Conflict, NotFound, QuotaExceeded, TooManyInFlight
-from layersched.server.models import ACTIVE_STATES, EvalSet, Evaluation, LeaderboardState, Submission, User, utcnow
+from layersched.server.models import ACTIVE_STATES, Evaluation, Phase, Submission, User, utcnow
 from layersched.server.storage.audit import add_log_entry
-from layersched.server.storage.evalsets import get_current_evalset
 from layersched.server.storage.evaluations import new_evaluation
+from layersched.server.storage.leaderboard import find_leaderboard_state
+from layersched.server.storage.phases import closed_because
+
+# What every reader of a submission uses: its evaluations, its owner and its phase (with the phase's set).
+_LOADED = (
+    selectinload(Submission.evaluations),
+    selectinload(Submission.owner),
+    selectinload(Submission.phase).selectinload(Phase.evalset),
+)
 
 
 def _day_start(now: dt.datetime) -> dt.datetime:
     return now.astimezone(dt.timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-def count_submissions_today(*, session: Session, owner_id: int, now: dt.datetime | None = None) -> int:
-    """Submissions of this UTC day that count against the quota (not those the service failed)."""
+def count_submissions_today(
+    *, session: Session, owner_id: int, phase: Phase | None = None, now: dt.datetime | None = None
+) -> int:
+    """Submissions of this UTC day (to ``phase``; None: to any) that count against the quota (not those the service
+    failed)."""
     start = _day_start(now or utcnow())
-    return (
-        session.scalar(
-            select(func.count(Submission.id)).where(
-                Submission.owner_id == owner_id,
-                Submission.created_at >= start,
-                Submission.counts_against_quota.is_(True),
-            )
-        )
-        or 0
-    )
+    where = [Submission.owner_id == owner_id, Submission.created_at >= start, Submission.counts_against_quota.is_(True)]
+    if phase is not None:
+        where.append(Submission.phase_id == phase.id)
+    return session.scalar(select(func.count(Submission.id)).where(*where)) or 0
+
+
+def phase_quota(phase: Phase, default: int) -> int:
+    """The daily quota of ``phase``: its own, else ``default`` (Settings.daily_quota)."""
+    return phase.daily_quota if phase.daily_quota is not None else default
 
 
 def count_in_flight(*, session: Session, owner_id: int) -> int:
@@ -50,14 +60,25 @@ def count_in_flight(*, session: Session, owner_id: int) -> int:
 
 
 def check_can_submit(
-    *, session: Session, user: User, daily_quota: int, max_in_flight: int, now: dt.datetime | None = None
+    *,
+    session: Session,
+    user: User,
+    phase: Phase,
+    daily_quota: int,
+    max_in_flight: int,
+    now: dt.datetime | None = None,
 ) -> None:
-    """Raise QuotaExceeded or TooManyInFlight when the participant may not submit now (organisers always may)."""
+    """Raise QuotaExceeded or TooManyInFlight when the participant may not submit to ``phase`` now (organisers always
+    may). The quota is the phase's (``daily_quota`` when it has none) and counts the phase's submissions; the
+    evaluations in flight are counted over every phase (they share the workers)."""
     if user.role == "organiser":
         return
-    used = count_submissions_today(session=session, owner_id=user.id, now=now)
-    if used >= daily_quota:
-        raise QuotaExceeded(f"daily quota of {daily_quota} submissions used ({used} today); it resets at 00:00 UTC")
+    quota = phase_quota(phase, daily_quota)
+    used = count_submissions_today(session=session, owner_id=user.id, phase=phase, now=now)
+    if used >= quota:
+        raise QuotaExceeded(
+            f"daily quota of {quota} submissions to phase {phase.name!r} used ({used} today); it resets at 00:00 UTC"
+        )
     active = count_in_flight(session=session, owner_id=user.id)
     if active >= max_in_flight:
         raise TooManyInFlight(
@@ -88,10 +109,10 @@ def create_submission(
     bundle_sha256: str,
     bundle_format: str,
     bundle_bytes: int,
-    evalset: EvalSet,
+    phase: Phase,
     now: dt.datetime | None = None,
 ) -> tuple[Submission, Evaluation]:
-    """A submission and its initial evaluation (queued), in one transaction."""
+    """A submission to ``phase`` and its initial evaluation (queued, on the phase's set), in one transaction."""
     now = now or utcnow()
     submission = Submission(
         owner_id=owner.id,
@@ -101,10 +122,11 @@ def create_submission(
         bundle_format=bundle_format,
         bundle_bytes=bundle_bytes,
         created_at=now,
+        phase_id=phase.id,
     )
     session.add(submission)
     session.flush()
-    evaluation = new_evaluation(session, submission, "initial", evalset, now=now)
+    evaluation = new_evaluation(session, submission, "initial", phase.evalset, now=now)
     session.commit()
     return submission, evaluation
 
@@ -116,7 +138,9 @@ def _visible(viewer: User | None, submission: Submission) -> bool:
 def get_submission(*, session: Session, submission_id: int, viewer: User | None) -> Submission:
     """The submission if ``viewer`` owns it or is an organiser; NotFound otherwise (no existence leak)."""
     submission = session.get(
-        Submission, submission_id, options=[selectinload(Submission.evaluations), selectinload(Submission.owner)]
+        Submission,
+        submission_id,
+        options=_LOADED,
     )
     if submission is None or not _visible(viewer, submission):
         raise NotFound(f"submission {submission_id} does not exist")
@@ -126,7 +150,9 @@ def get_submission(*, session: Session, submission_id: int, viewer: User | None)
 def load_submission(*, session: Session, submission_id: int) -> Submission:
     """The submission whoever asks (for the worker and for callers that checked visibility themselves)."""
     submission = session.get(
-        Submission, submission_id, options=[selectinload(Submission.evaluations), selectinload(Submission.owner)]
+        Submission,
+        submission_id,
+        options=_LOADED,
     )
     if submission is None:
         raise NotFound(f"submission {submission_id} does not exist")
@@ -140,12 +166,7 @@ def list_submissions(
     where: list[ColumnElement[bool]] = [] if viewer.role == "organiser" else [Submission.owner_id == viewer.id]
     total = session.scalar(select(func.count(Submission.id)).where(*where)) or 0
     rows = session.scalars(
-        select(Submission)
-        .where(*where)
-        .options(selectinload(Submission.evaluations), selectinload(Submission.owner))
-        .order_by(Submission.id.desc())
-        .offset(offset)
-        .limit(limit)
+        select(Submission).where(*where).options(*_LOADED).order_by(Submission.id.desc()).offset(offset).limit(limit)
     ).all()
     return list(rows), total
 
@@ -154,31 +175,35 @@ def _utc(moment: dt.datetime) -> str:
     return moment.astimezone(dt.timezone.utc).isoformat()
 
 
-def _closed_because(session: Session, *, deadline: dt.datetime | None, now: dt.datetime) -> str | None:
-    """Why uploads and selection changes are closed at ``now``, or None while they are open.
+def _closed_because(
+    session: Session, *, phase: Phase, deadline: dt.datetime | None, now: dt.datetime, uploads: bool
+) -> str | None:
+    """Why the phase's uploads (``uploads``) or selection changes are closed at ``now``, or None while open.
 
-    Publication closes them whatever the deadline says: the published private board is the final ranking.
+    Publication closes both whatever the deadline says: the published private board is the phase's final ranking.
+    The phase's own times close its uploads; selection stays open after them (the final choice is made once the
+    uploads are in), until the deadline or publication.
     """
-    # Read only (get_leaderboard_state would create the row): a refused upload must write nothing.
-    state = session.get(LeaderboardState, 1)
+    state = find_leaderboard_state(session=session, phase=phase)
     if state is not None and state.private_published:
         when = f" at {_utc(state.published_at)}" if state.published_at else ""
-        return f"the private leaderboard was published{when}"
+        return f"the private leaderboard of phase {phase.name!r} was published{when}"
     if deadline is not None and now >= deadline:
         return f"the submission deadline {_utc(deadline)} has passed"
-    return None
+    return closed_because(phase, now) if uploads else None
 
 
 def check_submissions_open(
-    *, session: Session, user: User, deadline: dt.datetime | None, now: dt.datetime | None = None
+    *, session: Session, user: User, phase: Phase, deadline: dt.datetime | None, now: dt.datetime | None = None
 ) -> None:
-    """Raise Conflict when uploads are closed: after ``deadline`` (Settings.submission_deadline) or publication.
+    """Raise Conflict when ``phase`` takes no uploads: before it opens, after it closes, after ``deadline``
+    (Settings.submission_deadline) or the publication of its private board.
 
     Organisers' uploads never rank (the boards hold participants only), so they may still test the service.
     """
     if user.role == "organiser":
         return
-    reason = _closed_because(session, deadline=deadline, now=now or utcnow())
+    reason = _closed_because(session, phase=phase, deadline=deadline, now=now or utcnow(), uploads=True)
     if reason is not None:
         raise Conflict(f"{reason}; uploads are closed")
 
@@ -192,7 +217,7 @@ def _selection_target(
     choice is the participant's, made without the private scores.
     """
     submission = get_submission(session=session, submission_id=submission_id, viewer=viewer)
-    reason = _closed_because(session, deadline=deadline, now=now)
+    reason = _closed_because(session, phase=submission.phase, deadline=deadline, now=now, uploads=False)
     if reason is not None:
         raise Conflict(f"{reason}; submission {submission_id} cannot be {verb}")
     return submission
@@ -209,8 +234,8 @@ def select_submission(
 ) -> Submission:
     """Add this submission to its owner's final selection (at most ``limit``, Settings.final_submissions).
 
-    Only a scored (succeeded on the current evaluation set), not disqualified submission can be selected; selecting
-    a selected one changes nothing.
+    Only a scored (succeeded on its phase's evaluation set), not disqualified submission can be selected; selecting
+    a selected one changes nothing. The limit holds per phase: each phase's final board reads its own selection.
     """
     now = now or utcnow()
     submission = _selection_target(
@@ -218,10 +243,10 @@ def select_submission(
     )
     if submission.disqualified_reason is not None:
         raise Conflict(f"submission {submission_id} is disqualified and cannot be selected")
-    evalset = get_current_evalset(session=session)
-    if evalset is None or scored_evaluation(submission, evalset_name=evalset.name) is None:
+    evalset = submission.phase.evalset
+    if scored_evaluation(submission, evalset_name=evalset.name) is None:
         primary = primary_evaluation(submission)
-        where = f"the evaluation set {evalset.name!r}" if evalset else "any evaluation set"
+        where = f"the evaluation set {evalset.name!r}"
         raise Conflict(
             f"submission {submission_id} has no score on {where} (it is {primary.state if primary else 'queued'}); "
             "only a scored submission can be selected"
@@ -231,7 +256,11 @@ def select_submission(
     chosen = list(
         session.scalars(
             select(Submission.id)
-            .where(Submission.owner_id == submission.owner_id, Submission.selected.is_(True))
+            .where(
+                Submission.owner_id == submission.owner_id,
+                Submission.phase_id == submission.phase_id,
+                Submission.selected.is_(True),
+            )
             .order_by(Submission.selected_at, Submission.id)
         )
     )
@@ -242,7 +271,7 @@ def select_submission(
         listed = ", ".join(f"#{i}" for i in chosen)
         raise Conflict(
             f"{submission.owner.name} has already selected {len(chosen)} submissions ({listed}), the most for the "
-            "final ranking; unselect one first"
+            f"final ranking of phase {submission.phase.name!r}; unselect one first"
         )
     submission.selected, submission.selected_at = True, now
     if viewer.id != submission.owner_id:
@@ -324,6 +353,11 @@ def disqualify_submission(*, session: Session, submission_id: int, reason: str, 
     return submission
 
 
-def count_submissions_by_owner(*, session: Session) -> dict[int, int]:
-    rows = session.execute(select(Submission.owner_id, func.count(Submission.id)).group_by(Submission.owner_id))
+def count_submissions_by_owner(*, session: Session, phase: Phase) -> dict[int, int]:
+    """How many submissions each participant made to ``phase`` (its board shows them)."""
+    rows = session.execute(
+        select(Submission.owner_id, func.count(Submission.id))
+        .where(Submission.phase_id == phase.id)
+        .group_by(Submission.owner_id)
+    )
     return {owner: count for owner, count in rows}

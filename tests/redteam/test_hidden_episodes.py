@@ -80,8 +80,7 @@ class World:
         store_bundle(data, bundle_dir=self.settings.bundle_dir)
         with self.sessions() as session:
             owner = session.scalar(select(User).where(User.name == "student"))
-            evalset = storage.get_current_evalset(session=session)
-            assert owner is not None and evalset is not None
+            assert owner is not None
             submission, evaluation = storage.create_submission(
                 session=session,
                 owner=owner,
@@ -90,7 +89,7 @@ class World:
                 bundle_sha256=hashlib.sha256(data).hexdigest(),
                 bundle_format="py",
                 bundle_bytes=len(data),
-                evalset=evalset,
+                phase=storage.get_phase(session=session, name=storage.DEFAULT_PHASE),
             )
             submission_id, evaluation_id = submission.id, evaluation.id
         run_evaluation(evaluation_id, settings=self.settings, sessions=self.sessions, worker_id="redteam")

@@ -623,8 +623,6 @@ def submit(settings: Settings, sessions: sessionmaker[Session], files: dict[str,
         user = storage.create_user(
             session=session, name=f"s{secrets.token_hex(4)}", email=f"{secrets.token_hex(4)}@example.org"
         )
-        evalset = storage.get_current_evalset(session=session)
-        assert evalset is not None
         submission, evaluation = storage.create_submission(
             session=session,
             owner=user,
@@ -633,7 +631,7 @@ def submit(settings: Settings, sessions: sessionmaker[Session], files: dict[str,
             bundle_sha256=hashlib.sha256(data).hexdigest(),
             bundle_format=fmt,
             bundle_bytes=len(data),
-            evalset=evalset,
+            phase=storage.get_phase(session=session, name=storage.DEFAULT_PHASE),
         )
         return submission.id, evaluation.id
 

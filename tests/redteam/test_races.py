@@ -98,7 +98,7 @@ def running_submission(db: Session, student: Account) -> tuple[Submission, Evalu
         bundle_sha256="a" * 64,
         bundle_format="py",
         bundle_bytes=1,
-        evalset=storage.get_current_evalset(session=db),  # type: ignore[arg-type]
+        phase=storage.get_phase(session=db, name=storage.DEFAULT_PHASE),
     )
     started(db, evaluation.id)
     return submission, evaluation

@@ -179,7 +179,7 @@ def test_submit_waits_for_score_and_rank(
     code, out, _ = run(capsys, "leaderboard")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0] == "public leaderboard: score = ratio to Greedy, lower is better"
+    assert lines[0] == "phase main: public leaderboard: score = ratio to Greedy, lower is better"
     assert lines[1].split() == ["rank", "participant", "submission", "score", "95%", "CI", "subs", "date"]
     assert lines[2].split()[:6] == ["1", "alice", "first", "fit", "0.9800", "0.9500-1.0100"]
 
@@ -215,7 +215,7 @@ def test_a_board_on_another_track_reads_as_ratios_to_its_reference(
     assert code == 0, err
     assert "#1 succeeded: score 0.9800 (95% CI 0.9500-1.0100, ratio to FirstFit, lower is better), rank 1" in out
     outputs = [out, run(capsys, "status", "1")[1], run(capsys, "leaderboard")[1]]
-    assert outputs[2].splitlines()[0] == "public leaderboard: score = ratio to FirstFit, lower is better"
+    assert outputs[2].splitlines()[0] == "phase main: public leaderboard: score = ratio to FirstFit, lower is better"
     assert "ratio to FirstFit, lower is better), rank 1" in outputs[1]
     assert all("Greedy" not in text for text in outputs), outputs
     board = json.loads(run(capsys, "leaderboard", "--json")[1])
@@ -372,7 +372,8 @@ def test_select_failure_paths(capsys: pytest.CaptureFixture[str], live_server: L
     code, _, err = run(capsys, "select", "3")
     assert code == 1
     assert error_line(err) == (
-        "error: alice has already selected 2 submissions (#1, #2), the most for the final ranking; unselect one first"
+        "error: alice has already selected 2 submissions (#1, #2), the most for the final ranking of phase 'main'; "
+        "unselect one first"
     )
     login(capsys, live_server, "bob")
     for command in ("select", "unselect"):
@@ -480,7 +481,7 @@ def test_quota_exceeded(capsys: pytest.CaptureFixture[str], live_server: LiveSer
     code, out, err = run(capsys, "submit", str(policy_file), "--no-wait")
     assert code == 1
     assert "submitted" not in out
-    assert error_line(err).startswith("error: daily quota of 2 submissions used (2 today)")
+    assert error_line(err).startswith("error: daily quota of 2 submissions to phase 'main' used (2 today)")
     assert "upload [" not in err  # refused before a byte of the bundle was sent
     assert "bundle first_fit.py" not in err  # and before the bundle was even made
 
@@ -565,8 +566,10 @@ def test_admin_commands_as_organiser(
     token = second.split(": ", 1)[1]
     assert token
 
-    assert run(capsys, "admin", "freeze")[1] == "leaderboard frozen (evaluations go on; public ranks stay)\n"
-    assert run(capsys, "admin", "freeze", "--off")[1] == "leaderboard unfrozen\n"
+    assert run(capsys, "admin", "freeze")[1] == (
+        "leaderboard of phase main frozen (evaluations go on; public ranks stay)\n"
+    )
+    assert run(capsys, "admin", "freeze", "--off")[1] == "leaderboard of phase main unfrozen\n"
     assert run(capsys, "admin", "disqualify", "1", "--reason", "reads files")[1] == (
         "disqualified submission #1: reads files\n"
     )

@@ -111,7 +111,9 @@ def test_rerun_audit_cancel(client: Any, alice: Account, organiser: Account, db:
 
     early = client.post(f"/api/v1/admin/submissions/{submission_id}/audit", headers=organiser.headers, json={})
     assert early.status_code == 409
-    assert early.json()["error"]["message"] == f"submission {submission_id} has no succeeded evaluation to audit"
+    assert early.json()["error"]["message"] == (
+        f"submission {submission_id} has no succeeded evaluation on 'sample', the set of its phase 'main', to audit"
+    )
 
     run_evaluation(db, initial)
     rerun = client.post(f"/api/v1/admin/submissions/{submission_id}/rerun", headers=organiser.headers)
@@ -206,8 +208,8 @@ def test_reveal_and_audit_log(client: Any, alice: Account, organiser: Account) -
     log = client.get("/api/v1/admin/audit-log?limit=4", headers=organiser.headers).json()
     assert log["count"] >= 4
     assert [(e["actor"], e["action"], e["target"]) for e in log["data"]] == [
-        ("olga", "publish_private", "leaderboard"),
-        ("olga", "freeze", "leaderboard"),
+        ("olga", "publish_private", "leaderboard:main"),
+        ("olga", "freeze", "leaderboard:main"),
         ("olga", "reveal_evalset", "evalset:sample"),
         ("olga", "disqualify", f"submission:{submission_id}"),
     ]

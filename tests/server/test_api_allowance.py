@@ -23,6 +23,8 @@ def allowance(client: Any, account: Account) -> dict[str, Any]:
 
 def test_an_open_allowance_has_no_refusal(client: Any, alice: Account) -> None:
     assert allowance(client, alice) == {
+        "phase": "main",
+        "track": "layers-v1",
         "submissions_today": 0,
         "daily_quota": 3,
         "in_flight": 0,
@@ -46,7 +48,10 @@ def test_the_refusal_is_the_uploads_own_error_word_for_word(client: Any, alice: 
     body = allowance(client, alice)
     refused = submit(client, alice)
     assert body["refusal"] == {"status": 429, **refused.json()["error"]}
-    assert body["refusal"]["message"] == "daily quota of 3 submissions used (3 today); it resets at 00:00 UTC"
+    assert (
+        body["refusal"]["message"]
+        == "daily quota of 3 submissions to phase 'main' used (3 today); it resets at 00:00 UTC"
+    )
 
 
 def test_organisers_are_never_refused(client: Any, organiser: Account) -> None:
@@ -60,7 +65,9 @@ def test_no_evaluation_set_is_a_refusal(client: Any, make_account: Any) -> None:
     assert allowance(client, carol)["refusal"] == {
         "status": 409,
         "code": "conflict",
-        "message": "no evaluation set is registered yet; submissions open once an organiser registers one",
+        "message": (
+            "no phase exists yet; submissions open once an organiser registers an evaluation set or creates a phase"
+        ),
     }
 
 

@@ -30,15 +30,24 @@ LAYERS = {"track": "layers-v1", "track_title": "Layer-aware container placement"
 STAND_IN = {"track": stand_in_track.TRACK_ID, "track_title": stand_in_track.TITLE, "reference_baseline": "FirstFit"}
 
 
-def test_empty(client: Any) -> None:
-    # No set registered: the board is described as the default track's.
+def test_empty(client: Any, evalset: Any) -> None:
+    # Registering the set made the default phase: its board is empty and described as its set's track.
     assert client.get("/api/v1/leaderboard").json() == {
+        "phase": "main",
         "split": "public",
         "frozen": False,
         "published": False,
         "rows": [],
         **LAYERS,
     }
+
+
+def test_no_phase_yet_is_a_conflict(client: Any) -> None:
+    response = client.get("/api/v1/leaderboard")
+    assert response.status_code == 409
+    assert response.json()["error"]["message"] == (
+        "no phase exists yet; submissions open once an organiser registers an evaluation set or creates a phase"
+    )
 
 
 def test_the_board_says_which_track_it_is(client: Any, organiser: Account, db: Session) -> None:
@@ -61,7 +70,7 @@ def test_the_board_says_which_track_it_is(client: Any, organiser: Account, db: S
 def test_a_snapshot_from_before_tracks_reads_as_layers_v1(client: Any, organiser: Account, db: Session) -> None:
     client.post("/api/v1/admin/leaderboard/freeze", headers=organiser.headers, json={"frozen": True})
     client.post("/api/v1/admin/leaderboard/publish", headers=organiser.headers)
-    state = storage.get_leaderboard_state(session=db)
+    state = storage.get_leaderboard_state(session=db, phase=storage.get_phase(session=db, name="main"))
     assert state.snapshot is not None and state.private_snapshot is not None
     # What the snapshots of a server before this change hold: no track fields.
     state.snapshot = {"public": {k: v for k, v in state.snapshot["public"].items() if k not in LAYERS}}
@@ -155,7 +164,7 @@ def test_private_split_until_published(
         assert response.status_code == 403
         assert response.json()["error"] == {
             "code": "forbidden",
-            "message": "the private leaderboard is not published yet",
+            "message": "the private leaderboard of phase 'main' is not published yet",
         }
     assert rows(client, "private", organiser.headers) == [(1, "bob", 0.95, False), (2, "alice", 1.1, False)]
     response = client.post("/api/v1/admin/leaderboard/publish", headers=organiser.headers)
@@ -197,7 +206,7 @@ def test_leaderboard_uses_current_evalset(client: Any, alice: Account, organiser
 
 def test_frozen_timestamp(client: Any, organiser: Account, db: Session) -> None:
     client.post("/api/v1/admin/leaderboard/freeze", headers=organiser.headers, json={"frozen": True})
-    state = storage.get_leaderboard_state(session=db)
+    state = storage.get_leaderboard_state(session=db, phase=storage.get_phase(session=db, name="main"))
     db.refresh(state)
     assert state.frozen_at is not None and state.frozen_at <= dt.datetime.now(dt.timezone.utc)
 
@@ -238,7 +247,7 @@ def test_selection_limit_names_the_selected(client: Any, alice: Account, organis
     assert response.json()["error"] == {
         "code": "conflict",
         "message": f"alice has already selected 2 submissions (#{ids[0]}, #{ids[1]}), the most for the final "
-        "ranking; unselect one first",
+        "ranking of phase 'main'; unselect one first",
     }
     response = select(client, alice, ids[1], "unselect")
     assert response.status_code == 200 and response.json()["selected"] is False

@@ -339,7 +339,7 @@ def test_submit_409_without_evalset(client: Any, make_account: Any) -> None:
     assert error(submit(client, carol)) == (
         409,
         "conflict",
-        "no evaluation set is registered yet; submissions open once an organiser registers one",
+        "no phase exists yet; submissions open once an organiser registers an evaluation set or creates a phase",
     )
 
 
@@ -364,7 +364,7 @@ def test_daily_quota(client: Any, alice: Account, db: Session) -> None:
     assert error(submit(client, alice)) == (
         429,
         "quota_exceeded",
-        "daily quota of 3 submissions used (3 today); it resets at 00:00 UTC",
+        "daily quota of 3 submissions to phase 'main' used (3 today); it resets at 00:00 UTC",
     )
     assert client.get("/api/v1/me", headers=alice.headers).json()["submissions_today"] == 3
 

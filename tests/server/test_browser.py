@@ -22,13 +22,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from layersched.server import storage
 from layersched.server.admin import upgrade_database
 from layersched.server.config import Settings
 from layersched.server.db import make_engine, make_sessionmaker
-from layersched.server.models import EvalSet, Evaluation, Submission, User
+from layersched.server.models import EvalSet, Evaluation, Phase, Submission, User
 
 from . import stand_in_track
 from .conftest import register_stand_in_set, run_evaluation, score
@@ -65,7 +66,9 @@ def register_sample(session: Session) -> EvalSet:
 
 
 def add_submission(session: Session, owner: User, evalset: EvalSet, name: str) -> tuple[Submission, Evaluation]:
-    """A one-file submission of ``owner`` and its queued evaluation, as an upload makes them."""
+    """A one-file submission of ``owner`` to the phase on ``evalset`` and its queued evaluation, as an upload makes
+    them."""
+    phase = session.scalars(select(Phase).where(Phase.evalset_id == evalset.id)).one()
     return storage.create_submission(
         session=session,
         owner=owner,
@@ -74,7 +77,7 @@ def add_submission(session: Session, owner: User, evalset: EvalSet, name: str) -
         bundle_sha256=hashlib.sha256(name.encode()).hexdigest(),
         bundle_format="py",
         bundle_bytes=1,
-        evalset=evalset,
+        phase=phase,
     )
 
 

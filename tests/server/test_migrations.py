@@ -139,3 +139,111 @@ def test_0006_moves_the_lab_columns_into_named_metrics_and_back(empty_database: 
             ).all()
             assert [tuple(r) for r in back] == [(56.5, 90.25, 0.1), (None, None, None)]
             assert "metrics" not in {c["name"] for c in inspect(conn).get_columns("episode_results")}
+
+
+_BEFORE_PHASES = (
+    "users (id, name, email, role, created_at) VALUES (1, 'ada', 'a@x', 'participant', '2026-01-01')",
+    "users (id, name, email, role, created_at) VALUES (2, 'olga', 'o@x', 'organiser', '2026-01-01')",
+    "evalsets (id, name, commitment, path, track, scenarios, current, revealed, created_at) "
+    "VALUES (1, 'old', 'o', 'o.toml', 'layers-v1', '[]', false, false, '2026-01-01')",
+    "evalsets (id, name, commitment, path, track, scenarios, current, revealed, created_at) "
+    "VALUES (2, 'spring', 'c', 's.toml', 'layers-v1', '[]', true, false, '2026-02-01')",
+    "submissions (id, owner_id, name, description, bundle_sha256, bundle_format, bundle_bytes, created_at, "
+    "selected, counts_against_quota) VALUES (1, 1, 'first', '', 'h1', 'py', 1, '2026-01-15', true, true)",
+    "submissions (id, owner_id, name, description, bundle_sha256, bundle_format, bundle_bytes, created_at, "
+    "selected, counts_against_quota) VALUES (2, 1, 'second', '', 'h2', 'py', 1, '2026-02-02', false, false)",
+    "evaluations (id, submission_id, kind, evalset_name, evalset_commitment, state, progress_done, "
+    "public_progress_done, progress_total, attempts, created_at, infrastructure_failure, score_public) "
+    "VALUES (1, 1, 'initial', 'spring', 'c', 'succeeded', 2, 2, 2, 1, '2026-01-15', false, '{\"overall\": 0.9}')",
+    "evaluations (id, submission_id, kind, evalset_name, evalset_commitment, state, progress_done, "
+    "public_progress_done, progress_total, attempts, created_at, infrastructure_failure, requested_by_id) "
+    "VALUES (2, 1, 'rerun', 'spring', 'c', 'queued', 0, 0, 2, 0, '2026-02-03', false, 2)",
+    "audit_log (id, at, actor_id, actor, action, target, detail) "
+    "VALUES (1, '2026-02-03', 2, 'olga', 'rerun', 'submission:1', '{\"evaluation\": 2}')",
+    "leaderboard_state (id, frozen, frozen_at, snapshot, private_published) "
+    "VALUES (1, true, '2026-02-04', '{\"public\": {\"rows\": []}}', false)",
+)
+
+
+def _rows(engine: Engine, query: str) -> list[tuple[object, ...]]:
+    with engine.connect() as conn:
+        return [tuple(row) for row in conn.execute(text(query))]
+
+
+def _json(value: object) -> object:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def test_0007_puts_todays_challenge_into_the_phase_main_and_takes_it_back(empty_database: str) -> None:
+    with upgraded(empty_database, "0006") as (config, engine):
+        with engine.begin() as conn:
+            for insert in _BEFORE_PHASES:
+                conn.execute(text(f"INSERT INTO {insert}"))
+        before = {
+            table: _rows(engine, f"SELECT * FROM {table} ORDER BY id")
+            for table in ("submissions", "evaluations", "audit_log")
+        }
+        command.upgrade(config, "0007")
+
+        phases = _rows(engine, "SELECT id, name, title, evalset_id, closes_at, daily_quota, visibility FROM phases")
+        assert phases == [(1, "main", "Main", 2, None, None, "public")]  # on the current set, not the newest id
+        opens_at = _rows(engine, "SELECT opens_at FROM phases")[0][0]
+        assert str(opens_at).startswith("2026-01-15")  # open at its first submission, before its set's registration
+        assert _rows(engine, "SELECT id, phase_id FROM submissions ORDER BY id") == [(1, 1), (2, 1)]
+        state = _rows(engine, "SELECT id, phase_id, frozen, snapshot FROM leaderboard_state")
+        assert [(i, p, bool(f), _json(s)) for i, p, f, s in state] == [(1, 1, True, {"public": {"rows": []}})]
+        assert _rows(engine, "SELECT * FROM evaluations ORDER BY id") == before["evaluations"]
+        assert _rows(engine, "SELECT * FROM audit_log ORDER BY id") == before["audit_log"]
+        with engine.connect() as conn:
+            columns = {c["name"]: c for c in inspect(conn).get_columns("submissions")}
+            assert columns["phase_id"]["nullable"] is False
+
+        # A second phase with its own state and a submission: the old schema keeps the submission, not the phase.
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO phases (id, name, title, evalset_id, opens_at, visibility, created_at) "
+                    "VALUES (2, 'final', 'Final', 1, '2026-03-01', 'public', '2026-03-01')"
+                )
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO leaderboard_state (id, phase_id, frozen, private_published) VALUES (2, 2, false, true)"
+                )
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO submissions (id, owner_id, name, description, bundle_sha256, bundle_format, "
+                    "bundle_bytes, created_at, selected, counts_against_quota, phase_id) "
+                    "VALUES (3, 1, 'third', '', 'h3', 'py', 1, '2026-03-02', false, true, 2)"
+                )
+            )
+        command.downgrade(config, "0006")
+
+        with engine.connect() as conn:
+            assert "phases" not in inspect(conn).get_table_names()
+            assert "phase_id" not in {c["name"] for c in inspect(conn).get_columns("submissions")}
+            assert "phase_id" not in {c["name"] for c in inspect(conn).get_columns("leaderboard_state")}
+        assert _rows(engine, "SELECT * FROM submissions WHERE id < 3 ORDER BY id") == before["submissions"]
+        assert _rows(engine, "SELECT name FROM submissions WHERE id = 3") == [("third",)]
+        state = _rows(engine, "SELECT id, frozen, snapshot, private_published FROM leaderboard_state")
+        assert [(i, bool(f), _json(s), bool(p)) for i, f, s, p in state] == [(1, True, {"public": {"rows": []}}, False)]
+        assert _rows(engine, "SELECT * FROM evaluations ORDER BY id") == before["evaluations"]
+        assert _rows(engine, "SELECT * FROM audit_log ORDER BY id") == before["audit_log"]
+
+        command.upgrade(config, "head")  # and up again: the same default phase, the same submissions in it
+        assert _rows(engine, "SELECT name, evalset_id FROM phases") == [("main", 2)]
+        assert _rows(engine, "SELECT COUNT(*) FROM submissions WHERE phase_id IS NULL") == [(0,)]
+
+
+def test_0007_on_a_database_without_sets_makes_no_phase_and_refuses_to_invent_one(empty_database: str) -> None:
+    with upgraded(empty_database, "0006") as (config, engine):
+        command.upgrade(config, "0007")
+        assert _rows(engine, "SELECT COUNT(*) FROM phases") == [(0,)]
+        command.downgrade(config, "0006")
+        with engine.begin() as conn:
+            conn.execute(text(f"INSERT INTO {_BEFORE_PHASES[0]}"))
+            conn.execute(text(f"INSERT INTO {_BEFORE_PHASES[4]}"))
+        with pytest.raises(RuntimeError, match=r"rows in submissions but no evaluation set"):
+            command.upgrade(config, "0007")
+        assert _rows(engine, "SELECT COUNT(*) FROM submissions") == [(1,)]

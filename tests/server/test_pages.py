@@ -76,14 +76,20 @@ def test_the_owner_reads_the_ratios_of_the_set_that_scored_them(client: Any, ali
     assert "<th>Ratio to Greedy</th>" in owner
 
 
-def test_empty_leaderboard_page(client: Any) -> None:
+def test_empty_leaderboard_page(client: Any, evalset: Any) -> None:
     response = client.get("/")
     assert response.status_code == 200 and "No scored submissions yet." in response.text
 
 
+def test_leaderboard_page_before_any_phase(client: Any) -> None:
+    response = client.get("/")
+    assert response.status_code == 200 and "no phase exists yet" in response.text
+
+
 def test_private_page_until_published(client: Any, organiser: Account) -> None:
     response = client.get("/?split=private")
-    assert response.status_code == 403 and "the private leaderboard is not published yet" in response.text
+    assert response.status_code == 403
+    assert "the private leaderboard of phase &#39;main&#39; is not published yet" in response.text
     client.post("/api/v1/admin/leaderboard/publish", headers=organiser.headers)
     assert client.get("/?split=private").status_code == 200
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -81,3 +83,10 @@ def test_a_bad_public_url_is_refused_naming_it(monkeypatch: pytest.MonkeyPatch, 
     with pytest.raises(ValidationError, match="public_url") as raised:
         Settings(_env_file=None)  # type: ignore[call-arg]
     assert f"LAYERSCHED_PUBLIC_URL={value!r} is not" in str(raised.value)
+
+
+def test_the_extra_evaluation_sets_for_phases_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Settings(_env_file=None).extra_evalset_paths == ()  # type: ignore[call-arg]
+    monkeypatch.setenv("LAYERSCHED_EXTRA_EVALSET_PATHS", '["hidden_seeds/sample.toml", "spring.toml"]')
+    paths = Settings(_env_file=None).extra_evalset_paths  # type: ignore[call-arg]
+    assert paths == (Path("hidden_seeds/sample.toml"), Path("spring.toml"))

@@ -25,7 +25,7 @@ def queued(db: Session, alice: Account, evalset: Any) -> Evaluation:
         bundle_sha256="a" * 64,
         bundle_format="py",
         bundle_bytes=10,
-        evalset=evalset,
+        phase=storage.get_phase(session=db, name=storage.DEFAULT_PHASE),
     )
     return evaluation
 
