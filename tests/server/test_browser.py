@@ -132,13 +132,15 @@ def uvicorn_server(
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
-    probe = [*wrapper, sys.executable, "-c", _PROBE, f"{base}/api/v1/leaderboard"]
+    # The OpenAPI document needs no database row: a board asked for before any phase exists is a 409.
+    probe = [*wrapper, sys.executable, "-c", _PROBE, f"{base}/openapi.json"]
     try:
         deadline = time.monotonic() + 30
         # Asked from inside the same namespace as the server (a probe process), since the test's own loopback may
         # be another one.
         while subprocess.run(probe, capture_output=True, check=False).returncode != 0:
             if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()  # its output is read to the end: it must have ended, or the read waits for ever
                 output = process.stdout.read().decode() if process.stdout else ""
                 pytest.fail(f"uvicorn did not start on port {port}: {output}")
             time.sleep(0.2)
