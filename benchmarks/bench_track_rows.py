@@ -18,7 +18,7 @@ import time
 
 from layersched.sim.episodes import EpisodeSpec
 from layersched.sim.evalset import EvalScenario, EvalSet, evalset_file, load_evalset, score_baselines
-from layersched.sim.evalset.builtin import sample_set_name
+from layersched.sim.evalset.parse import sample_set_name
 
 
 def keyed_set(track: str, episodes: int) -> EvalSet:

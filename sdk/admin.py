@@ -20,6 +20,7 @@ from layersched.sdk.arguments import moment, phase_name
 from layersched.sdk.config import load_config
 from layersched.sdk.errors import ConfigError
 from layersched.sdk.progress import ProgressBar
+from layersched.sdk.tables import phases_table
 from layersched.sim.arguments import positive_int
 
 Handler = Callable[[argparse.Namespace], int]
@@ -499,8 +500,6 @@ def cmd_phase_close(args: argparse.Namespace) -> int:
 
 
 def cmd_phase_list(args: argparse.Namespace) -> int:
-    from layersched.sdk.cli import phases_table
-
     with _client() as client:
         phases = client.phases()
     if args.json:

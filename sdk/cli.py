@@ -23,10 +23,11 @@ from layersched.sdk.checks import limits_text
 from layersched.sdk.config import LOGIN_HINT, load_config, normalise_server, save_config, track_modules
 from layersched.sdk.errors import AuthError, ConfigError, Forbidden, LayerschedError, WaitTimeout
 from layersched.sdk.progress import ProgressBar, format_bytes
+from layersched.sdk.tables import phases_table, text_table
 from layersched.sdk.validate import DEFAULT_DEADLINE_S
 from layersched.sim.arguments import positive_float, positive_int
 from layersched.sim.errors import SimError
-from layersched.sim.evalset.builtin import sample_set_name
+from layersched.sim.evalset.parse import sample_set_name
 from layersched.sim.tracks import DEFAULT_TRACK_ID, Track, TrackError, get_track, load_track_module, track_ids
 
 if TYPE_CHECKING:  # imported where used: `layersched --help` need not load httpx
@@ -686,7 +687,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                 ]
                 for s in page.data
             ]
-            print(_table(["id", "name", "state", "episodes", "score", "rank", "selected", "created"], rows))
+            print(text_table(["id", "name", "state", "episodes", "score", "rank", "selected", "created"], rows))
             if page.count > len(page.data):
                 print(f"({len(page.data)} of {page.count}; --limit N for more)")
             return 0
@@ -798,7 +799,11 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         ]
         for r in board.rows
     ]
-    print(_table(["rank", "participant", "submission", "score", "95% CI", "subs", "date"], rows) if rows else "(empty)")
+    print(
+        text_table(["rank", "participant", "submission", "score", "95% CI", "subs", "date"], rows)
+        if rows
+        else "(empty)"
+    )
     return 0
 
 
@@ -812,26 +817,6 @@ def cmd_phases(args: argparse.Namespace) -> int:
         return 0
     print(phases_table(phases))
     return 0
-
-
-def phases_table(phases: list[Any]) -> str:
-    """The phases as ``layersched phases`` and ``layersched admin phase list`` print them."""
-    rows = [
-        [
-            p.name,
-            p.title,
-            p.track,
-            p.evalset,
-            p.opens_at[:16].replace("T", " "),
-            (p.closes_at or "")[:16].replace("T", " ") or "-",
-            str(p.daily_quota),
-            "open" if p.open else "closed",
-            "" if p.visibility == "public" else "board: organisers only",
-        ]
-        for p in phases
-    ]
-    headers = ["phase", "title", "track", "set", "opens (UTC)", "closes (UTC)", "quota/day", "now", ""]
-    return _table(headers, rows) if rows else "(no phases yet)"
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
@@ -891,13 +876,6 @@ def cmd_evalset_verify(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- output
-
-
-def _table(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    return "\n".join(lines)
 
 
 def _print_json(value: Any) -> None:

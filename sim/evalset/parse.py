@@ -36,6 +36,14 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise EvalSetError(f"{path}: not valid TOML ({exc})") from exc
 
 
+def sample_set_name(track_id: str) -> str | None:
+    """The built-in set that is ``track_id``'s public sample (what its starter kit validates on), if there is one."""
+    for name, path in BUILTIN_SETS.items():
+        if read_toml(path).get("track", DEFAULT_TRACK_ID) == track_id:
+            return name
+    return None
+
+
 def prefixed(path: Path, build: Callable[[], EvalSet]) -> EvalSet:
     try:
         return build()

@@ -95,11 +95,11 @@ def test_published_private_board_is_a_snapshot(
 
     assert error(app_client.post(f"/api/v1/submissions/{worse}/select", headers=alice.headers)) == (
         409,
-        f"the private leaderboard was published at {at}; submission {worse} cannot be selected",
+        f"the private leaderboard of phase 'main' was published at {at}; submission {worse} cannot be selected",
     )
     assert error(submit(app_client, alice, name="after")) == (
         409,
-        f"the private leaderboard was published at {at}; uploads are closed",
+        f"the private leaderboard of phase 'main' was published at {at}; uploads are closed",
     )
     # Nothing done after publication moves the board: an organiser's rerun, a submission uploaded before the close
     # and scored after it, a selection written to the database directly.

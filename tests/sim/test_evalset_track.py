@@ -269,7 +269,7 @@ def test_dump_quotes_a_table_name_that_is_not_a_bare_key(tmp_path: Path) -> None
 
 
 def test_each_tracks_public_sample_is_found_by_its_track() -> None:
-    from layersched.sim.evalset.builtin import sample_set_name
+    from layersched.sim.evalset.parse import sample_set_name
 
     assert sample_set_name("layers-v1") == "sample"
     assert sample_set_name("jobs-v1") == "jobs-sample"
