@@ -11,29 +11,26 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from layersched.sdk.arguments import moment, phase_name
-from layersched.sdk.config import load_config
+from layersched.sdk.commands import AddCommand, configured_client, missing_action
 from layersched.sdk.errors import ConfigError
 from layersched.sdk.progress import ProgressBar
 from layersched.sdk.tables import phases_table
+from layersched.sdk.teams import add_admin_team_parser
 from layersched.sim.arguments import positive_int
-
-Handler = Callable[[argparse.Namespace], int]
-AddCommand = Callable[..., argparse.ArgumentParser]
 
 
 def add_admin_parser(sub: Any, add: AddCommand) -> None:
     admin = add(
         sub,
         "admin",
-        _missing_action,
+        missing_action,
         "organiser commands (need an organiser token)",
-        "Organiser commands: users and tokens, evaluation sets, phases, reruns, audits, cancel, disqualify,\n"
+        "Organiser commands: users and tokens, evaluation sets, phases, teams, reruns, audits, cancel, disqualify,\n"
         "freeze and publish a phase's leaderboard, the audit log. Every action is recorded in the server's\n"
         "audit log.",
         "  layersched admin user add --name Ada --email ada@example.org\n"
@@ -46,7 +43,7 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
     user = add(
         actions,
         "user",
-        _missing_action,
+        missing_action,
         "create participants and organisers",
         "Create an account; its token is printed once.",
         "  layersched admin user add --name Ada --email ada@example.org\n"
@@ -82,7 +79,7 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
     token = add(
         actions,
         "token",
-        _missing_action,
+        missing_action,
         "issue or revoke API tokens",
         "Issue a new token for a user (shown once) or revoke one.",
         "  layersched admin token new 7\n  layersched admin token revoke 15\n",
@@ -111,7 +108,7 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
     evalset = add(
         actions,
         "evalset",
-        _missing_action,
+        missing_action,
         "create or reveal evaluation sets",
         "`new` creates a real set with fresh secret keys locally (never committed) and prints its\n"
         "commitment; `reveal` makes a set public on the server after the challenge.",
@@ -219,6 +216,7 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
     p.add_argument("--phase", type=phase_name, help="whose board (default: the only open phase)")
 
     _add_phase_parser(actions, add)
+    add_admin_team_parser(actions, add)
 
     p = add(
         actions,
@@ -248,7 +246,7 @@ def _add_phase_parser(actions: Any, add: AddCommand) -> None:
     phase = add(
         actions,
         "phase",
-        _missing_action,
+        missing_action,
         "create, open, close and list the challenge's phases",
         "A phase scores its submissions on one registered evaluation set (its track is the set's), takes them\n"
         "between its opening and closing times, has its own daily quota and its own boards. Several may be open\n"
@@ -309,16 +307,6 @@ def _add_phase_parser(actions: Any, add: AddCommand) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _missing_action(args: argparse.Namespace) -> int:  # pragma: no cover - argparse requires an action first
-    raise ConfigError("choose an action; see --help")
-
-
-def _client() -> Any:
-    from layersched.sdk.client import Client
-
-    return Client.from_config(load_config())
-
-
 def cmd_user_add(args: argparse.Namespace) -> int:
     if args.bootstrap:
         from layersched.sdk.bootstrap import bootstrap_user
@@ -333,7 +321,7 @@ def cmd_user_add(args: argparse.Namespace) -> int:
     elif args.data_dir is not None:
         raise ConfigError("--data-dir goes with --bootstrap (without it, the user is created through the API)")
     else:
-        with _client() as client:
+        with configured_client() as client:
             created = client.admin_create_user(name=args.name, email=args.email, role=args.role)
         user_id, token = created.user.id, created.token
     print(f"created {args.role} #{user_id} {args.name} <{args.email}>")
@@ -342,14 +330,14 @@ def cmd_user_add(args: argparse.Namespace) -> int:
 
 
 def cmd_token_new(args: argparse.Namespace) -> int:
-    with _client() as client:
+    with configured_client() as client:
         created = client.admin_create_token(args.user_id)
     print(f"token #{created.id} for user #{args.user_id} (shown once, store it now): {created.token}")
     return 0
 
 
 def cmd_token_revoke(args: argparse.Namespace) -> int:
-    with _client() as client:
+    with configured_client() as client:
         client.admin_revoke_token(args.token_id)
     print(f"revoked token #{args.token_id}")
     return 0
@@ -381,7 +369,7 @@ def cmd_evalset_new(args: argparse.Namespace) -> int:
 
 
 def cmd_evalset_reveal(args: argparse.Namespace) -> int:
-    with _client() as client:
+    with configured_client() as client:
         client.admin_reveal_evalset(args.name)
     print(f"revealed evaluation set {args.name!r}")
     return 0
@@ -398,7 +386,7 @@ def _follow(client: Any, evaluation_id: int) -> Any:
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
-    with _client() as client:
+    with configured_client() as client:
         evaluation = client.admin_rerun(args.id, evalset=args.evalset)
         print(f"queued evaluation #{evaluation.id} (rerun) of submission #{args.id}")
         if not args.wait:
@@ -409,7 +397,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    with _client() as client:
+    with configured_client() as client:
         evaluation = client.admin_audit(args.id, sample=args.sample)
         target = _audited(client, evaluation)
         print(f"queued audit #{evaluation.id} of submission #{args.id}: it replays {target} and compares with it")
@@ -438,21 +426,21 @@ def _audited(client: Any, audit: Any) -> str:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    with _client() as client:
+    with configured_client() as client:
         client.admin_cancel(args.id)
     print(f"cancelled submission #{args.id}")
     return 0
 
 
 def cmd_disqualify(args: argparse.Namespace) -> int:
-    with _client() as client:
+    with configured_client() as client:
         client.admin_disqualify(args.id, reason=args.reason)
     print(f"disqualified submission #{args.id}: {args.reason}")
     return 0
 
 
 def cmd_freeze(args: argparse.Namespace) -> int:
-    with _client() as client:
+    with configured_client() as client:
         state = client.admin_freeze(not args.off, phase=args.phase)
     what = f"leaderboard of phase {state.phase}"
     print(f"{what} unfrozen" if args.off else f"{what} frozen (evaluations go on; public ranks stay)")
@@ -460,7 +448,7 @@ def cmd_freeze(args: argparse.Namespace) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    with _client() as client:
+    with configured_client() as client:
         state = client.admin_publish(phase=args.phase)
     print(f"private leaderboard of phase {state.phase} published")
     return 0
@@ -473,7 +461,7 @@ def _phase_line(verb: str, phase: Any) -> str:
 
 
 def cmd_phase_create(args: argparse.Namespace) -> int:
-    with _client() as client:
+    with configured_client() as client:
         phase = client.admin_create_phase(
             name=args.name,
             evalset=args.evalset,
@@ -488,19 +476,19 @@ def cmd_phase_create(args: argparse.Namespace) -> int:
 
 
 def cmd_phase_open(args: argparse.Namespace) -> int:
-    with _client() as client:
+    with configured_client() as client:
         print(_phase_line("opened", client.admin_open_phase(args.name)))
     return 0
 
 
 def cmd_phase_close(args: argparse.Namespace) -> int:
-    with _client() as client:
+    with configured_client() as client:
         print(_phase_line("closed" if args.at is None else "closing", client.admin_close_phase(args.name, at=args.at)))
     return 0
 
 
 def cmd_phase_list(args: argparse.Namespace) -> int:
-    with _client() as client:
+    with configured_client() as client:
         phases = client.phases()
     if args.json:
         print(json.dumps([asdict(p) for p in phases], indent=2))
@@ -510,7 +498,7 @@ def cmd_phase_list(args: argparse.Namespace) -> int:
 
 
 def cmd_audit_log(args: argparse.Namespace) -> int:
-    with _client() as client:
+    with configured_client() as client:
         page = client.admin_audit_log(offset=args.offset, limit=args.limit)
     if args.json:
         print(json.dumps({"data": [asdict(e) for e in page.data], "count": page.count}, indent=2))
@@ -527,7 +515,7 @@ def cmd_audit_log(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluation(args: argparse.Namespace) -> int:
-    with _client() as client:
+    with configured_client() as client:
         evaluation = client.admin_evaluation(args.id)
     if args.json:
         print(json.dumps(asdict(evaluation), indent=2))

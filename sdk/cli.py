@@ -12,7 +12,7 @@ import getpass
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from layersched.sdk.arguments import phase_name
 from layersched.sdk.checks import limits_text
+from layersched.sdk.commands import Handler
 from layersched.sdk.config import LOGIN_HINT, load_config, normalise_server, save_config, track_modules
 from layersched.sdk.errors import AuthError, ConfigError, Forbidden, LayerschedError, WaitTimeout
 from layersched.sdk.progress import ProgressBar, format_bytes
@@ -33,7 +34,6 @@ from layersched.sim.tracks import DEFAULT_TRACK_ID, Track, TrackError, get_track
 if TYPE_CHECKING:  # imported where used: `layersched --help` need not load httpx
     from layersched.sdk.client import Client
 
-Handler = Callable[[argparse.Namespace], int]
 
 STUDENT_EPILOG = """\
 first steps:
@@ -307,7 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("celery_args", nargs="*", help="extra Celery worker arguments (after --)")
 
     from layersched.sdk.admin import add_admin_parser
+    from layersched.sdk.teams import add_team_parser
 
+    add_team_parser(sub, _add)
     add_admin_parser(sub, _add)
     return parser
 
@@ -616,7 +618,7 @@ def _rank_text(client: Any, sub: Any) -> str:
     if sub.rank is not None or sub.disqualified is not None or sub.state != "succeeded":
         return rank_text(sub, board=None)
     board = client.leaderboard("public")
-    if board.frozen or any(r.participant == sub.owner and not r.baseline for r in board.rows):
+    if board.frozen or any(r.is_for(sub.owner) for r in board.rows):
         return rank_text(sub, board=board)
     me = client.me()
     return rank_text(sub, board=board, owner_is_organiser=me.role == "organiser" and me.name == sub.owner)
@@ -790,7 +792,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     rows = [
         [
             str(r.rank) if r.rank is not None else "-",
-            f"({r.participant})" if r.baseline else r.participant,
+            f"({r.participant})" if r.baseline else _competitor(r),
             r.submission_name,
             f"{r.score:.4f}",
             f"{r.ci_low:.4f}-{r.ci_high:.4f}",
@@ -805,6 +807,11 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         else "(empty)"
     )
     return 0
+
+
+def _competitor(row: Any) -> str:
+    """A board row's name: a team's with its members, a participant's alone."""
+    return f"{row.participant} ({', '.join(row.members)})" if row.members else row.participant
 
 
 def cmd_phases(args: argparse.Namespace) -> int:

@@ -48,8 +48,28 @@ class Me:
     name: str
     email: str
     role: str
-    submissions_today: int
+    submissions_today: int  # the team's, for a member of one
     daily_quota: int
+    team: str | None = None  # None: competes alone (or a server older than teams)
+
+
+@dataclass(frozen=True)
+class Team:
+    """A team (``GET /teams/mine``): its members now, in the order they joined, and the most it may have."""
+
+    name: str
+    members: list[str]
+    max_size: int
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Invite:
+    """A one-use code to join ``team``, valid until ``expires_at``; the server shows it once."""
+
+    team: str
+    code: str
+    expires_at: str
 
 
 @dataclass(frozen=True)
@@ -200,6 +220,11 @@ class LeaderboardRow:
     submissions: int = 0
     submitted_at: str | None = None
     baseline: bool = False
+    members: list[str] = field(default_factory=list)  # a team's row: its members; empty otherwise
+
+    def is_for(self, name: str) -> bool:
+        """Whether this row is the participant ``name``'s: their own, or their team's."""
+        return not self.baseline and (self.participant == name or name in self.members)
 
 
 class OnTrack:
@@ -357,6 +382,28 @@ class Client:
         """The challenge's phases (``GET /phases``), in the order they open."""
         return _page(self._request("GET", "/phases"), PhaseInfo, "phases").data
 
+    def teams(self) -> list[Team]:
+        """Every team and its members (``GET /teams``)."""
+        return _page(self._request("GET", "/teams"), Team, "teams").data
+
+    def my_team(self) -> Team:
+        """The caller's team (``GET /teams/mine``); ``NotFound`` when they are in none."""
+        return _decode(Team, self._request("GET", "/teams/mine"), "team")
+
+    def create_team(self, name: str) -> Team:
+        return _decode(Team, self._request("POST", "/teams", json={"name": name}), "team")
+
+    def invite(self) -> Invite:
+        """A new one-use invite code to the caller's team."""
+        return _decode(Invite, self._request("POST", "/teams/mine/invites"), "invite")
+
+    def join_team(self, code: str) -> Team:
+        return _decode(Team, self._request("POST", "/teams/join", json={"code": code}), "team")
+
+    def leave_team(self) -> Team:
+        """Leave the caller's team; the team as it is after."""
+        return _decode(Team, self._request("POST", "/teams/mine/leave"), "team")
+
     def submit(
         self,
         bundle: Bundle,
@@ -498,6 +545,16 @@ class Client:
     def admin_close_phase(self, name: str, *, at: str | None = None) -> PhaseInfo:
         raw = self._request("POST", f"/admin/phases/{_path(name)}/close", json={"at": at})
         return _decode(PhaseInfo, raw, "phase")
+
+    def admin_create_team(self, name: str) -> Team:
+        return _decode(Team, self._request("POST", "/admin/teams", json={"name": name}), "team")
+
+    def admin_assign(self, team: str, user: str) -> Team:
+        raw = self._request("POST", f"/admin/teams/{_path(team)}/members", json={"user": user})
+        return _decode(Team, raw, "team")
+
+    def admin_remove(self, team: str, user: str) -> Team:
+        return _decode(Team, self._request("DELETE", f"/admin/teams/{_path(team)}/members/{_path(user)}"), "team")
 
     def admin_reveal_evalset(self, name: str) -> None:
         self._request("POST", f"/admin/evalsets/{name}/reveal")

@@ -27,8 +27,13 @@ def rank_text(sub: Submission, *, board: Leaderboard | None, owner_is_organiser:
         return "not ranked"
     if board.frozen:
         return "not ranked: the board is frozen; results since the freeze rank when an organiser unfreezes it"
-    best = next((r for r in board.rows if not r.baseline and r.participant == sub.owner), None)
+    best = next((r for r in board.rows if r.is_for(sub.owner)), None)
     if best is not None and best.submission_id is not None and best.rank is not None:
+        if best.members:
+            return (
+                f"not ranked: not your team's best; the board shows one submission per team, "
+                f"team {best.participant}'s #{best.submission_id} at rank {best.rank}"
+            )
         return (
             f"not ranked: not your best; the board shows one submission per participant, "
             f"your #{best.submission_id} at rank {best.rank}"

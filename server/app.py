@@ -33,6 +33,7 @@ from layersched.server.routes import (
     phases,
     signin,
     submissions,
+    teams,
 )
 from layersched.server.schemas import ErrorBody
 from layersched.server.tracks import load_tracks
@@ -104,7 +105,7 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
         upload_path=f"{API_PREFIX}/submissions",
         sessionmaker=app.state.sessionmaker,
     )
-    for module in (me, submissions, leaderboard, phases, evalsets, admin):
+    for module in (me, submissions, leaderboard, phases, teams, evalsets, admin):
         app.include_router(module.router, prefix=API_PREFIX, responses=ERROR_RESPONSES)
     app.include_router(health.router)
     app.include_router(pages.router)

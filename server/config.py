@@ -69,6 +69,20 @@ class Settings(BaseSettings):
         ),
     ] = None
 
+    # Teams, with Kaggle's rules where a choice is needed (storage/teams.py): one team per participant, no changes
+    # to teams after the merger deadline, a joiner's past submissions count against the team's quota.
+    team_max_size: Annotated[
+        int, Field(ge=1, description="most members a team may have; 1 keeps every participant on their own")
+    ] = 3
+    team_invite_hours: Annotated[float, Field(gt=0, description="how long an invite code can be used")] = 72
+    team_merge_deadline: Annotated[
+        AwareDatetime | None,
+        Field(
+            description="after this time (with its time zone) participants can no longer create, join or leave "
+            "teams (Kaggle's team merger deadline); organisers still can. Unset: teams change until the end",
+        ),
+    ] = None
+
     public_url: Annotated[
         str | None,
         Field(

@@ -4,6 +4,9 @@ Every phase has its own boards: its submissions, scored on its evaluation set, w
 published on its own (``LeaderboardState`` per phase). A phase whose visibility is ``organisers`` shows its boards to
 organisers alone.
 
+A row is a competitor's: a team's (its members' submissions, whoever made them, under the team's name, Kaggle's
+rule for merged teams), or a participant's who competes alone. Below, "participant" means either.
+
 The public board ranks each participant's best public score; selection plays no part in it. With the Ladder
 (``Settings.public_ladder_step``) it shows instead each participant's last score the Ladder revealed, and the owner of
 a submission sees its laddered public score too (:class:`PublicView`): the one place that computes it is
@@ -39,7 +42,7 @@ from layersched.server import storage
 from layersched.server.errors import Forbidden
 from layersched.server.models import BaselineResult, LeaderboardState, Phase, User
 from layersched.server.schemas import Leaderboard, LeaderboardRow, Score
-from layersched.server.storage import ScoredEntry
+from layersched.server.storage import Competitor, ScoredEntry
 from layersched.server.tracks import track_fields, with_track
 from layersched.sim.scoring import ladder
 
@@ -110,20 +113,20 @@ def _order(entry: ScoredEntry) -> tuple[Any, ...]:
     return (entry.overall, entry.created_at, entry.submission_id)
 
 
-def _by_owner(entries: Iterable[ScoredEntry]) -> dict[int, list[ScoredEntry]]:
-    owners: dict[int, list[ScoredEntry]] = {}
+def _by_competitor(entries: Iterable[ScoredEntry]) -> dict[Competitor, list[ScoredEntry]]:
+    competitors: dict[Competitor, list[ScoredEntry]] = {}
     for entry in entries:
-        owners.setdefault(entry.owner_id, []).append(entry)
-    return owners
+        competitors.setdefault(entry.competitor, []).append(entry)
+    return competitors
 
 
-def _best_public(entries: list[ScoredEntry], ladder_step: float | None) -> dict[int, ScoredEntry]:
-    """Per participant, the best public entry; under the Ladder, the last one it revealed."""
+def _best_public(entries: list[ScoredEntry], ladder_step: float | None) -> dict[Competitor, ScoredEntry]:
+    """Per competitor, the best public entry; under the Ladder, the last one it revealed."""
     if ladder_step is None:
-        return {owner: min(own, key=_order) for owner, own in _by_owner(entries).items()}
+        return {who: min(own, key=_order) for who, own in _by_competitor(entries).items()}
     revealed = _revealed(entries, ladder_step)
-    # The entry shown for a participant's latest submission is the last one revealed.
-    return {owner: revealed[max(own, key=_submitted).submission_id] for owner, own in _by_owner(entries).items()}
+    # The entry shown for a competitor's latest submission is the last one revealed.
+    return {who: revealed[max(own, key=_submitted).submission_id] for who, own in _by_competitor(entries).items()}
 
 
 def _submitted(entry: ScoredEntry) -> tuple[Any, ...]:
@@ -133,35 +136,37 @@ def _submitted(entry: ScoredEntry) -> tuple[Any, ...]:
 def _revealed(entries: list[ScoredEntry], step: float) -> dict[int, ScoredEntry]:
     """Per submission, the entry whose public score the Ladder (``scoring.ladder``) shows for it.
 
-    In submission order: a submission's own entry when it beat its owner's best shown score by more than ``step``,
-    else that best shown entry (the previous one revealed). The board and the owner's view both read this.
+    In submission order: a submission's own entry when it beat its competitor's best shown score by more than
+    ``step``, else that best shown entry (the previous one revealed). The board and the owner's view both read this.
+    A team shares one Ladder: its members' submissions are probes of one hidden split.
     """
-    best_shown: dict[int, ScoredEntry] = {}
+    best_shown: dict[Competitor, ScoredEntry] = {}
     shown: dict[int, ScoredEntry] = {}
     for entry in sorted(entries, key=_submitted):
-        held = best_shown.get(entry.owner_id)
+        held = best_shown.get(entry.competitor)
         if held is None or ladder(held.overall, entry.overall, step).show:
-            best_shown[entry.owner_id] = held = entry
+            best_shown[entry.competitor] = held = entry
         shown[entry.submission_id] = held
     return shown
 
 
-def _final(public: list[ScoredEntry], private: list[ScoredEntry], n: int) -> dict[int, ScoredEntry]:
-    """Per participant, the private entry of their final score (see the module docstring).
+def _final(public: list[ScoredEntry], private: list[ScoredEntry], n: int) -> dict[Competitor, ScoredEntry]:
+    """Per competitor, the private entry of their final score (see the module docstring).
 
-    The selection counts once it holds a submission with a private score; should a participant hold more than ``n``
-    (the setting lowered after they chose), their first ``n`` choices count.
+    The selection counts once it holds a submission with a private score; should a competitor hold more than ``n``
+    (the setting lowered after they chose, or a team whose members had each chosen before they joined), the first
+    ``n`` choices count.
     """
     private_of = {entry.submission_id: entry for entry in private}
-    selected = _by_owner(e for e in private if e.selected)
-    final: dict[int, ScoredEntry] = {}
-    for owner, own in _by_owner(public).items():
-        chosen = sorted(selected.get(owner, []), key=lambda e: (e.selected_at or e.created_at, e.submission_id))[:n]
+    selected = _by_competitor(e for e in private if e.selected)
+    final: dict[Competitor, ScoredEntry] = {}
+    for who, own in _by_competitor(public).items():
+        chosen = sorted(selected.get(who, []), key=lambda e: (e.selected_at or e.created_at, e.submission_id))[:n]
         if not chosen:
             best = sorted(own, key=_order)[:n]
             chosen = [private_of[e.submission_id] for e in best if e.submission_id in private_of]
         if chosen:
-            final[owner] = min(chosen, key=_order)
+            final[who] = min(chosen, key=_order)
     return final
 
 
@@ -169,7 +174,8 @@ def _participant_rows(
     session: Session, split: Split, phase: Phase, chosen: Iterable[ScoredEntry]
 ) -> list[LeaderboardRow]:
     ranked = sorted(chosen, key=_order)
-    counts = storage.count_submissions_by_owner(session=session, phase=phase)
+    counts = storage.count_submissions_by_competitor(session=session, phase=phase)
+    members = storage.team_members(session=session)
     scores = storage.evaluation_scores(session=session, split=split, evaluation_ids=[e.evaluation_id for e in ranked])
     rows = []
     for i, entry in enumerate(ranked, start=1):
@@ -177,14 +183,15 @@ def _participant_rows(
         rows.append(
             LeaderboardRow(
                 rank=i,
-                participant=entry.owner_name,
+                participant=entry.competitor_name,
+                members=members.get(entry.competitor_id, []) if entry.competitor_kind == "team" else [],
                 submission_id=entry.submission_id,
                 submission_name=entry.name,
                 score=entry.overall,
                 ci_low=score.get("ci_low", entry.overall),
                 ci_high=score.get("ci_high", entry.overall),
                 per_scenario=score.get("per_scenario", {}),
-                submissions=counts.get(entry.owner_id, 0),
+                submissions=counts.get(entry.competitor, 0),
                 submitted_at=entry.created_at,
                 baseline=False,
             )

@@ -16,11 +16,13 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Index,
     Integer,
     MetaData,
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -90,6 +92,12 @@ class User(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
     tokens: Mapped[list[ApiToken]] = relationship(back_populates="user")
+    # The user's team now (None: they compete alone). Read-only: memberships change through storage.teams.
+    membership: Mapped[TeamMember | None] = relationship(
+        primaryjoin="and_(User.id == TeamMember.user_id, TeamMember.left_at.is_(None))",
+        viewonly=True,
+        uselist=False,
+    )
 
 
 class ApiToken(Base):
@@ -294,6 +302,68 @@ class Phase(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
     evalset: Mapped[EvalSet] = relationship()
+
+
+class Team(Base):
+    """Participants who compete as one: one quota, one leaderboard row, one final selection, and each member reads
+    every submission of the others. A participant is in at most one team at a time (Kaggle's rule)."""
+
+    __tablename__ = "teams"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+
+    members: Mapped[list[TeamMember]] = relationship(
+        primaryjoin="and_(Team.id == TeamMember.team_id, TeamMember.left_at.is_(None))",
+        order_by="TeamMember.id",
+        viewonly=True,
+    )
+
+
+class TeamMember(Base):
+    """One stay of a user in a team. Leaving ends the row (``left_at``) rather than deleting it: who was in which
+    team when stays on record, and the leaderboard's cache key sees every change. The partial unique index keeps
+    a user in one team at a time whatever requests race."""
+
+    __tablename__ = "team_members"
+    __table_args__ = (
+        Index(
+            "uq_team_members_active_user",
+            "user_id",
+            unique=True,
+            sqlite_where=text("left_at IS NULL"),
+            postgresql_where=text("left_at IS NULL"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    joined_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    left_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+
+    team: Mapped[Team] = relationship()
+    user: Mapped[User] = relationship(foreign_keys=[user_id])
+
+
+class TeamInvite(Base):
+    """A one-use code that lets its holder join the team. Only the SHA-256 of the code is stored."""
+
+    __tablename__ = "team_invites"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    code_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+    used_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    used_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+
+    team: Mapped[Team] = relationship()
+    used_by: Mapped[User | None] = relationship(foreign_keys=[used_by_id])
 
 
 class AuditLogEntry(Base):

@@ -10,7 +10,7 @@ from typing import Any, cast
 
 from layersched.server import storage
 from layersched.server.leaderboard import PublicView
-from layersched.server.models import EpisodeResult, EvalSet, Evaluation, Phase, Submission, User
+from layersched.server.models import EpisodeResult, EvalSet, Evaluation, Phase, Submission, Team, User
 from layersched.server.schemas import (
     AuditVerdict,
     EpisodeLog,
@@ -25,6 +25,7 @@ from layersched.server.schemas import (
     Score,
     State,
     SubmissionPublic,
+    TeamPublic,
     Visibility,
 )
 from layersched.server.storage import is_open, phase_quota
@@ -137,6 +138,12 @@ def submission_public(
         selected=submission.selected,
         evaluations=[evaluation_public(e, reader) for e in submission.evaluations],
         score_revealed=revealed,
+    )
+
+
+def team_public(team: Team, *, max_size: int) -> TeamPublic:
+    return TeamPublic(
+        name=team.name, members=[m.user.name for m in team.members], max_size=max_size, created_at=team.created_at
     )
 
 

@@ -57,12 +57,17 @@ class UserPublic(BaseModel):
 
 
 class MePublic(UserPublic):
-    submissions_today: int
+    submissions_today: int  # the user's team's, when they are in one: a team shares one quota
     daily_quota: int
+    team: str | None = None  # the user's team now (None: they compete alone)
+
+
+# Names shown on the boards: a participant's and a team's follow one rule.
+DISPLAY_NAME = r"^[A-Za-z0-9_.@+-]+( [A-Za-z0-9_.@+-]+)*$"
 
 
 class UserCreate(BaseModel):
-    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.@+-]+( [A-Za-z0-9_.@+-]+)*$")
+    name: str = Field(min_length=1, max_length=100, pattern=DISPLAY_NAME)
     email: str = Field(min_length=3, max_length=254, pattern=r"^[^@\s\x00]+@[^@\s\x00]+$")
     role: Role = "participant"
 
@@ -173,7 +178,7 @@ class EvaluationDetail(EvaluationPublic):
 
 class LeaderboardRow(BaseModel):
     rank: int | None
-    participant: str
+    participant: str  # the team's name for a team's row, the participant's for one competing alone
     submission_id: int | None
     submission_name: str
     score: float
@@ -183,6 +188,7 @@ class LeaderboardRow(BaseModel):
     submissions: int
     submitted_at: dt.datetime
     baseline: bool
+    members: list[str] = []  # a team's members now, in the order they joined; empty for anyone else
 
 
 class TrackDescribed(BaseModel):
@@ -279,6 +285,39 @@ class PhaseCreate(BaseModel):
 
 class PhaseClose(BaseModel):
     at: AwareDatetime | None = Field(default=None, description="default: now")
+
+
+# ----------------------------------------------------------------------------------------------------------- teams
+
+
+class TeamPublic(BaseModel):
+    name: str
+    members: list[str]  # now, in the order they joined
+    max_size: int  # Settings.team_max_size
+    created_at: dt.datetime
+
+
+class TeamsPublic(BaseModel):
+    data: list[TeamPublic]
+    count: int
+
+
+class TeamCreate(BaseModel):
+    name: str = Field(min_length=1, max_length=100, pattern=DISPLAY_NAME)
+
+
+class TeamJoin(BaseModel):
+    code: str = Field(min_length=1, max_length=200, pattern=NO_NUL)
+
+
+class TeamAssign(BaseModel):
+    user: str = Field(min_length=1, max_length=100, pattern=NO_NUL, description="the participant's name")
+
+
+class InviteCreated(BaseModel):
+    team: str
+    code: str  # shown once: the server keeps only its hash
+    expires_at: dt.datetime
 
 
 # ------------------------------------------------------------------------------------------------- evaluation sets

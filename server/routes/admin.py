@@ -24,6 +24,9 @@ from layersched.server.schemas import (
     PhasePublic,
     RerunRequest,
     SubmissionPublic,
+    TeamAssign,
+    TeamCreate,
+    TeamPublic,
     TokenCreated,
     UserCreate,
     UserCreated,
@@ -153,6 +156,37 @@ def close_phase(
 ) -> PhasePublic:
     phase = storage.close_phase(session=session, name=name, actor=actor, at=body.at if body else None)
     return presenters.phase_public(phase, default_quota=settings.daily_quota, now=utcnow())
+
+
+TeamName = Annotated[str, PathParam(min_length=1, max_length=100, pattern=NO_NUL)]
+UserName = Annotated[str, PathParam(min_length=1, max_length=100, pattern=NO_NUL)]
+
+
+@router.post("/teams", status_code=201, response_model=TeamPublic)
+def create_team(session: SessionDep, actor: Organiser, settings: SettingsDep, body: TeamCreate) -> TeamPublic:
+    """An empty team, for assigning participants to (organisers ignore the team merger deadline)."""
+    team = storage.create_team(session=session, name=body.name, founder=None, actor=actor, deadline=None, now=utcnow())
+    return presenters.team_public(team, max_size=settings.team_max_size)
+
+
+@router.post("/teams/{name}/members", response_model=TeamPublic)
+def assign_member(
+    session: SessionDep, actor: Organiser, settings: SettingsDep, name: TeamName, body: TeamAssign
+) -> TeamPublic:
+    user = storage.get_user_by_name(session=session, name=body.user)
+    team = storage.assign_member(
+        session=session, team_name=name, user=user, actor=actor, max_size=settings.team_max_size, now=utcnow()
+    )
+    return presenters.team_public(team, max_size=settings.team_max_size)
+
+
+@router.delete("/teams/{name}/members/{user}", response_model=TeamPublic)
+def remove_member(
+    session: SessionDep, actor: Organiser, settings: SettingsDep, name: TeamName, user: UserName
+) -> TeamPublic:
+    member = storage.get_user_by_name(session=session, name=user)
+    team = storage.remove_member(session=session, team_name=name, user=member, actor=actor, now=utcnow())
+    return presenters.team_public(team, max_size=settings.team_max_size)
 
 
 @router.post("/evalsets/{name}/reveal", response_model=EvalSetPublic)

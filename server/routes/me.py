@@ -22,8 +22,9 @@ def read_me(session: SessionDep, user: CurrentUser, settings: SettingsDep) -> Me
         name=user.name,
         email=user.email,
         role=cast(Role, user.role),  # CHECK constraint guarantees the value
-        submissions_today=storage.count_submissions_today(session=session, owner_id=user.id),
+        submissions_today=storage.count_submissions_today(session=session, user_id=user.id),
         daily_quota=settings.daily_quota,
+        team=team.name if (team := storage.team_of(session=session, user_id=user.id)) is not None else None,
     )
 
 
@@ -66,9 +67,9 @@ def read_allowance(
     return AllowancePublic(
         phase=target.name if target else None,
         track=target.evalset.track if target else None,
-        submissions_today=storage.count_submissions_today(session=session, owner_id=user.id, phase=target),
+        submissions_today=storage.count_submissions_today(session=session, user_id=user.id, phase=target),
         daily_quota=storage.phase_quota(target, settings.daily_quota) if target else settings.daily_quota,
-        in_flight=storage.count_in_flight(session=session, owner_id=user.id),
+        in_flight=storage.count_in_flight(session=session, user_id=user.id),
         max_in_flight=settings.max_in_flight,
         refusal=refusal,
     )

@@ -8,7 +8,9 @@ change state commit before returning, so each is one transaction.
 - ``submissions``: uploads, quota, visibility, deadline and final selection; ``reruns``: reruns and audits;
 - ``evaluations``: the queued row, the worker's claim, episode results and the end (idempotent for redeliveries);
 - ``phases``: the challenge's phases (set, times, quota, board visibility) and which one an upload is for;
-- ``leaderboard``: each phase's frozen/published state and its boards' queries.
+- ``leaderboard``: each phase's frozen/published state and its boards' queries;
+- ``teams``: creating, inviting to, joining and leaving teams; ``members``: who competes with whom now, and the
+  row locks that order a competitor's changes; ``quota``: what a competitor used of a phase's quota.
 
 This package re-exports them so that callers keep writing ``storage.create_submission(...)``: the package is the
 storage layer's one public face, the modules are how it is cut.
@@ -43,7 +45,9 @@ from layersched.server.storage.evaluations import (
     start_evaluation,
 )
 from layersched.server.storage.leaderboard import (
+    Competitor,
     ScoredEntry,
+    count_submissions_by_competitor,
     evaluation_scores,
     find_leaderboard_state,
     get_leaderboard_state,
@@ -52,7 +56,9 @@ from layersched.server.storage.leaderboard import (
     leaderboard_submissions,
     publish_private,
     set_leaderboard_frozen,
+    team_members,
 )
+from layersched.server.storage.members import member_ids, same_competitor, team_of
 from layersched.server.storage.phases import (
     DEFAULT_PHASE,
     board_visible,
@@ -65,34 +71,45 @@ from layersched.server.storage.phases import (
     open_phase,
     resolve_phase,
 )
+from layersched.server.storage.quota import count_in_flight, count_submissions_today, phase_quota
 from layersched.server.storage.reruns import create_audit, create_rerun
 from layersched.server.storage.submissions import (
     cancel_submission,
     check_can_submit,
     check_submissions_open,
-    count_in_flight,
-    count_submissions_by_owner,
-    count_submissions_today,
     create_submission,
     disqualify_submission,
     get_submission,
     list_submissions,
     load_submission,
     lock_submitter,
-    phase_quota,
     primary_evaluation,
     scored_evaluation,
     select_submission,
     unselect_submission,
 )
+from layersched.server.storage.teams import (
+    INVITE_PREFIX,
+    assign_member,
+    create_invite,
+    create_team,
+    get_team,
+    join_team,
+    leave_team,
+    list_teams,
+    remove_member,
+)
 
 __all__ = [
     "DEFAULT_PHASE",
     "INFRASTRUCTURE",
+    "INVITE_PREFIX",
     "TOKEN_PREFIX",
-    "Conflict",  # the errors these functions raise, for callers that catch them
+    "Competitor",
+    "Conflict",  # the errors these functions raise, for callers that catch them",
     "NotFound",
     "ScoredEntry",
+    "assign_member",
     "authenticate",
     "board_visible",
     "cancel_submission",
@@ -101,12 +118,14 @@ __all__ = [
     "close_phase",
     "closed_because",
     "count_in_flight",
-    "count_submissions_by_owner",
+    "count_submissions_by_competitor",
     "count_submissions_today",
     "create_audit",
+    "create_invite",
     "create_phase",
     "create_rerun",
     "create_submission",
+    "create_team",
     "create_user",
     "disqualify_submission",
     "end_page_sessions",
@@ -121,23 +140,28 @@ __all__ = [
     "get_leaderboard_state",
     "get_phase",
     "get_submission",
+    "get_team",
     "get_user",
     "get_user_by_name",
     "heartbeat",
     "is_open",
     "issue_token",
+    "join_team",
     "leaderboard_entries",
     "leaderboard_fingerprint",
     "leaderboard_submissions",
+    "leave_team",
     "list_audit_log",
     "list_baseline_results",
     "list_evaluations",
     "list_phases",
     "list_stale_evaluations",
     "list_submissions",
+    "list_teams",
     "load_submission",
     "lock_submitter",
     "log_action",
+    "member_ids",
     "open_phase",
     "phase_quota",
     "primary_evaluation",
@@ -146,14 +170,18 @@ __all__ = [
     "record_sandbox",
     "recorded_episodes",
     "register_evalset",
+    "remove_member",
     "requeue_evaluation",
     "resolve_phase",
     "reveal_evalset",
     "revoke_token",
+    "same_competitor",
     "scored_evaluation",
     "select_submission",
     "set_leaderboard_frozen",
     "start_evaluation",
+    "team_members",
+    "team_of",
     "unselect_submission",
     "upsert_baseline_result",
 ]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, FromClause, func, select, true
+from sqlalchemy import ColumnElement, FromClause, Select, case, func, literal, select, true
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -17,6 +17,8 @@ from layersched.server.models import (
     LeaderboardState,
     Phase,
     Submission,
+    Team,
+    TeamMember,
     User,
     utcnow,
 )
@@ -96,19 +98,43 @@ def leaderboard_submissions(*, session: Session, phase: Phase) -> list[Submissio
     )
 
 
+# Who a board row is for: ("team", team id) for a team's members, ("user", user id) for a participant alone.
+Competitor = tuple[str, int]
+
+
+def _competitor_columns() -> tuple[Any, Any, Any]:
+    """The columns that name a submission's competitor, with the outer joins they need (see :func:`_with_teams`):
+    kind, id and name, the team's when its owner is in one now (Kaggle: a merged team's submissions are all its)."""
+    kind = case((Team.id.is_not(None), literal("team")), else_=literal("user"))
+    return kind, func.coalesce(Team.id, User.id), func.coalesce(Team.name, User.name)
+
+
+def _with_teams(query: Select[Any]) -> Select[Any]:
+    """``query`` (which joins ``User`` as the submissions' owners) with each owner's team now, if any."""
+    return query.outerjoin(TeamMember, (TeamMember.user_id == User.id) & TeamMember.left_at.is_(None)).outerjoin(
+        Team, Team.id == TeamMember.team_id
+    )
+
+
 @dataclass(frozen=True)
 class ScoredEntry:
-    """A leaderboard candidate: a submission with the overall score of its newest succeeded non-audit evaluation."""
+    """A leaderboard candidate: a submission with the overall score of its newest succeeded non-audit evaluation,
+    and who it competes for (its owner's team now, else its owner)."""
 
     submission_id: int
-    owner_id: int
-    owner_name: str
+    competitor_kind: str
+    competitor_id: int
+    competitor_name: str
     name: str
     created_at: dt.datetime
     selected: bool
     selected_at: dt.datetime | None
     evaluation_id: int
     overall: float
+
+    @property
+    def competitor(self) -> Competitor:
+        return (self.competitor_kind, self.competitor_id)
 
 
 def leaderboard_entries(*, session: Session, split: str, phase: Phase) -> list[ScoredEntry]:
@@ -125,11 +151,13 @@ def leaderboard_entries(*, session: Session, split: str, phase: Phase) -> list[S
     latest = scoring.group_by(Evaluation.submission_id).subquery()
     score = Evaluation.score_public if split == "public" else Evaluation.score_private
     overall = score["overall"].as_float()
-    rows = session.execute(
+    kind, competitor_id, competitor_name = _competitor_columns()
+    query = (
         select(
             Submission.id,
-            Submission.owner_id,
-            User.name,
+            kind,
+            competitor_id,
+            competitor_name,
             Submission.name,
             Submission.created_at,
             Submission.selected,
@@ -148,7 +176,33 @@ def leaderboard_entries(*, session: Session, split: str, phase: Phase) -> list[S
         )
         .order_by(Submission.id)
     )
-    return [ScoredEntry(*row) for row in rows]
+    return [ScoredEntry(*row) for row in session.execute(_with_teams(query))]
+
+
+def count_submissions_by_competitor(*, session: Session, phase: Phase) -> dict[Competitor, int]:
+    """How many submissions each competitor (team or participant alone) made to ``phase`` (its board shows them)."""
+    kind, competitor_id, _name = _competitor_columns()
+    query = (
+        select(kind, competitor_id, func.count(Submission.id))
+        .join(User, Submission.owner_id == User.id)
+        .where(Submission.phase_id == phase.id)
+        .group_by(kind, competitor_id)
+    )
+    return {(k, i): count for k, i, count in session.execute(_with_teams(query))}
+
+
+def team_members(*, session: Session) -> dict[int, list[str]]:
+    """Each team's members now, by name in the order they joined (the boards list them beside the team's name)."""
+    rows = session.execute(
+        select(TeamMember.team_id, User.name)
+        .join(User, User.id == TeamMember.user_id)
+        .where(TeamMember.left_at.is_(None))
+        .order_by(TeamMember.id)
+    )
+    members: dict[int, list[str]] = {}
+    for team_id, name in rows:
+        members.setdefault(team_id, []).append(name)
+    return members
 
 
 def evaluation_scores(*, session: Session, split: str, evaluation_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
@@ -164,6 +218,9 @@ def leaderboard_fingerprint(*, session: Session) -> tuple[Any, ...]:
     An evaluation that succeeds moves the succeeded evaluations' count and id sum; disqualifying and new submissions
     move the submission aggregates (the per-participant submission counts are shown); new baseline scores and new
     users move theirs. Freezing, publishing and the phase's set are read apart (they are each board's own).
+
+    Teams move a board's rows: a membership is never deleted, only ended, so joins move the membership count and
+    newest id, and leaves the count of ended ones.
 
     Selections: the count and id sum of the selected alone do not tell {1, 4} from {2, 3}. Each selection stamps
     ``selected_at`` with a later time than any before it, so the newest stamp moves on every selection and the count
@@ -182,6 +239,7 @@ def leaderboard_fingerprint(*, session: Session) -> tuple[Any, ...]:
         [func.count(Evaluation.id).filter(succeeded), func.sum(Evaluation.id).filter(succeeded)],
         [func.count(User.id), func.max(User.id)],
         [func.count(BaselineResult.id), func.max(BaselineResult.created_at)],
+        [func.count(TeamMember.id), func.max(TeamMember.id), func.count(TeamMember.left_at)],
     ]
     # One scan per table (a subquery each, so no join multiplies rows), one round trip in all.
     first, *others = [select(*aggregates).subquery() for aggregates in per_table]

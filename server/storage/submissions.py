@@ -12,51 +12,16 @@ from layersched.server.models import ACTIVE_STATES, Evaluation, Phase, Submissio
 from layersched.server.storage.audit import add_log_entry
 from layersched.server.storage.evaluations import new_evaluation
 from layersched.server.storage.leaderboard import find_leaderboard_state
+from layersched.server.storage.members import lock_competitor, member_ids, same_competitor, team_of
 from layersched.server.storage.phases import closed_because
+from layersched.server.storage.quota import count_in_flight, count_submissions_today, phase_quota
 
 # What every reader of a submission uses: its evaluations, its owner and its phase (with the phase's set).
 _LOADED = (
     selectinload(Submission.evaluations),
-    selectinload(Submission.owner),
+    selectinload(Submission.owner).selectinload(User.membership),
     selectinload(Submission.phase).selectinload(Phase.evalset),
 )
-
-
-def _day_start(now: dt.datetime) -> dt.datetime:
-    return now.astimezone(dt.timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
-
-
-def count_submissions_today(
-    *, session: Session, owner_id: int, phase: Phase | None = None, now: dt.datetime | None = None
-) -> int:
-    """Submissions of this UTC day (to ``phase``; None: to any) that count against the quota (not those the service
-    failed)."""
-    start = _day_start(now or utcnow())
-    where = [Submission.owner_id == owner_id, Submission.created_at >= start, Submission.counts_against_quota.is_(True)]
-    if phase is not None:
-        where.append(Submission.phase_id == phase.id)
-    return session.scalar(select(func.count(Submission.id)).where(*where)) or 0
-
-
-def phase_quota(phase: Phase, default: int) -> int:
-    """The daily quota of ``phase``: its own, else ``default`` (Settings.daily_quota)."""
-    return phase.daily_quota if phase.daily_quota is not None else default
-
-
-def count_in_flight(*, session: Session, owner_id: int) -> int:
-    """The participant's own queued or running evaluations (organisers' reruns and audits do not count)."""
-    return (
-        session.scalar(
-            select(func.count(Evaluation.id))
-            .join(Submission, Evaluation.submission_id == Submission.id)
-            .where(
-                Submission.owner_id == owner_id,
-                Evaluation.kind == "initial",
-                Evaluation.state.in_(ACTIVE_STATES),
-            )
-        )
-        or 0
-    )
 
 
 def check_can_submit(
@@ -70,34 +35,32 @@ def check_can_submit(
 ) -> None:
     """Raise QuotaExceeded or TooManyInFlight when the participant may not submit to ``phase`` now (organisers always
     may). The quota is the phase's (``daily_quota`` when it has none) and counts the phase's submissions; the
-    evaluations in flight are counted over every phase (they share the workers)."""
+    evaluations in flight are counted over every phase (they share the workers). Both are the participant's team's
+    when they are in one (``quota``)."""
     if user.role == "organiser":
         return
     quota = phase_quota(phase, daily_quota)
-    used = count_submissions_today(session=session, owner_id=user.id, phase=phase, now=now)
+    used = count_submissions_today(session=session, user_id=user.id, phase=phase, now=now)
+    team = team_of(session=session, user_id=user.id)
+    whose = f" by team {team.name!r}" if team is not None else ""
     if used >= quota:
         raise QuotaExceeded(
-            f"daily quota of {quota} submissions to phase {phase.name!r} used ({used} today); it resets at 00:00 UTC"
+            f"daily quota of {quota} submissions to phase {phase.name!r} used ({used} today{whose}); it resets at "
+            "00:00 UTC"
         )
-    active = count_in_flight(session=session, owner_id=user.id)
+    active = count_in_flight(session=session, user_id=user.id)
     if active >= max_in_flight:
         raise TooManyInFlight(
-            f"{active} evaluations are already queued or running (at most {max_in_flight}); wait for one to finish"
+            f"{active} evaluations{whose} are already queued or running (at most {max_in_flight}); wait for one to "
+            "finish"
         )
 
 
 def lock_submitter(*, session: Session, user: User) -> None:
-    """Hold the user's row until the transaction ends, so one participant's concurrent uploads are checked against
-    the quota one after the other (without it a burst of 20 uploads got 3-5 past a limit of 2 in flight).
-
-    SQLite has no row locks, and its transactions start as readers, so checks done in two of them at once both pass
-    (20 uploads against a limit of 2 in flight: 10 accepted). A write takes the database's write lock at once and
-    holds it until the commit: the checks that follow then see every submission committed before.
-    """
-    if session.get_bind().dialect.name == "sqlite":
-        session.execute(update(User).where(User.id == user.id).values(id=User.id))
-    else:
-        session.execute(select(User.id).where(User.id == user.id).with_for_update())
+    """Hold the user's row and their team's until the transaction ends, so that one competitor's concurrent uploads
+    are checked against the quota one after the other (without it a burst of 20 uploads got 3-5 past a limit of 2 in
+    flight; ``members.lock_row`` says how SQLite is made to wait)."""
+    lock_competitor(session=session, user=user)
 
 
 def create_submission(
@@ -132,11 +95,12 @@ def create_submission(
 
 
 def _visible(viewer: User | None, submission: Submission) -> bool:
-    return viewer is not None and (viewer.role == "organiser" or viewer.id == submission.owner_id)
+    return viewer is not None and (viewer.role == "organiser" or same_competitor(viewer, submission.owner))
 
 
 def get_submission(*, session: Session, submission_id: int, viewer: User | None) -> Submission:
-    """The submission if ``viewer`` owns it or is an organiser; NotFound otherwise (no existence leak)."""
+    """The submission if ``viewer`` owns it, is in its owner's team now, or is an organiser; NotFound otherwise (no
+    existence leak)."""
     submission = session.get(
         Submission,
         submission_id,
@@ -162,8 +126,10 @@ def load_submission(*, session: Session, submission_id: int) -> Submission:
 def list_submissions(
     *, session: Session, viewer: User, offset: int = 0, limit: int = 50
 ) -> tuple[list[Submission], int]:
-    """The viewer's submissions, newest first (organisers: everyone's), and the total count."""
-    where: list[ColumnElement[bool]] = [] if viewer.role == "organiser" else [Submission.owner_id == viewer.id]
+    """The viewer's submissions and their team's, newest first (organisers: everyone's), and the total count."""
+    where: list[ColumnElement[bool]] = []
+    if viewer.role != "organiser":
+        where.append(Submission.owner_id.in_(member_ids(session=session, user_id=viewer.id)))
     total = session.scalar(select(func.count(Submission.id)).where(*where)) or 0
     rows = session.scalars(
         select(Submission).where(*where).options(*_LOADED).order_by(Submission.id.desc()).offset(offset).limit(limit)
@@ -235,7 +201,8 @@ def select_submission(
     """Add this submission to its owner's final selection (at most ``limit``, Settings.final_submissions).
 
     Only a scored (succeeded on its phase's evaluation set), not disqualified submission can be selected; selecting
-    a selected one changes nothing. The limit holds per phase: each phase's final board reads its own selection.
+    a selected one changes nothing. The limit holds per phase and per competitor: a team's members share it, and
+    any of them may change the team's selection.
     """
     now = now or utcnow()
     submission = _selection_target(
@@ -251,13 +218,13 @@ def select_submission(
             f"submission {submission_id} has no score on {where} (it is {primary.state if primary else 'queued'}); "
             "only a scored submission can be selected"
         )
-    # Two selections of one participant at once must not both see room for one more.
+    # Two selections of one competitor at once must not both see room for one more.
     lock_submitter(session=session, user=submission.owner)
     chosen = list(
         session.scalars(
             select(Submission.id)
             .where(
-                Submission.owner_id == submission.owner_id,
+                Submission.owner_id.in_(member_ids(session=session, user_id=submission.owner_id)),
                 Submission.phase_id == submission.phase_id,
                 Submission.selected.is_(True),
             )
@@ -269,12 +236,14 @@ def select_submission(
         return submission
     if len(chosen) >= limit:
         listed = ", ".join(f"#{i}" for i in chosen)
+        team = team_of(session=session, user_id=submission.owner_id)
+        who = f"team {team.name!r}" if team is not None else submission.owner.name
         raise Conflict(
-            f"{submission.owner.name} has already selected {len(chosen)} submissions ({listed}), the most for the "
+            f"{who} has already selected {len(chosen)} submissions ({listed}), the most for the "
             f"final ranking of phase {submission.phase.name!r}; unselect one first"
         )
     submission.selected, submission.selected_at = True, now
-    if viewer.id != submission.owner_id:
+    if viewer.role == "organiser" and viewer.id != submission.owner_id:
         add_log_entry(session, viewer, "select", f"submission:{submission_id}", {})
     session.commit()
     return submission
@@ -289,7 +258,7 @@ def unselect_submission(
     )
     if submission.selected:
         submission.selected, submission.selected_at = False, None
-        if viewer.id != submission.owner_id:
+        if viewer.role == "organiser" and viewer.id != submission.owner_id:
             add_log_entry(session, viewer, "unselect", f"submission:{submission_id}", {})
     session.commit()
     return submission
@@ -351,13 +320,3 @@ def disqualify_submission(*, session: Session, submission_id: int, reason: str, 
     add_log_entry(session, actor, "disqualify", f"submission:{submission_id}", {"reason": reason})
     session.commit()
     return submission
-
-
-def count_submissions_by_owner(*, session: Session, phase: Phase) -> dict[int, int]:
-    """How many submissions each participant made to ``phase`` (its board shows them)."""
-    rows = session.execute(
-        select(Submission.owner_id, func.count(Submission.id))
-        .where(Submission.phase_id == phase.id)
-        .group_by(Submission.owner_id)
-    )
-    return {owner: count for owner, count in rows}

@@ -13,6 +13,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.migration import MigrationContext
 from sqlalchemy import Engine, inspect, text
+from sqlalchemy.exc import IntegrityError
 
 from layersched.server.admin import alembic_config
 from layersched.server.db import make_engine
@@ -247,3 +248,44 @@ def test_0007_on_a_database_without_sets_makes_no_phase_and_refuses_to_invent_on
         with pytest.raises(RuntimeError, match=r"rows in submissions but no evaluation set"):
             command.upgrade(config, "0007")
         assert _rows(engine, "SELECT COUNT(*) FROM submissions") == [(1,)]
+
+
+def test_0008_adds_empty_teams_and_takes_them_back_keeping_every_submission(empty_database: str) -> None:
+    with upgraded(empty_database, "0006") as (config, engine):
+        with engine.begin() as conn:
+            for insert in _BEFORE_PHASES:
+                conn.execute(text(f"INSERT INTO {insert}"))
+        command.upgrade(config, "0007")
+        tables = ("users", "submissions", "evaluations", "audit_log", "phases", "leaderboard_state")
+        before = {table: _rows(engine, f"SELECT * FROM {table} ORDER BY id") for table in tables}
+        command.upgrade(config, "0008")
+
+        # Nothing existing moves; every participant competes alone until they form a team.
+        assert {table: _rows(engine, f"SELECT * FROM {table} ORDER BY id") for table in tables} == before
+        for table in ("teams", "team_members", "team_invites"):
+            assert _rows(engine, f"SELECT COUNT(*) FROM {table}") == [(0,)]
+
+        # A team, a stay that ended and one that did not: the index allows one open stay per user only.
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO teams (id, name, created_at) VALUES (1, 'ants', '2026-03-01')"))
+            conn.execute(
+                text(
+                    "INSERT INTO team_members (team_id, user_id, joined_at, left_at) "
+                    "VALUES (1, 1, '2026-03-01', '2026-03-02'), (1, 1, '2026-03-03', NULL)"
+                )
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO team_invites (team_id, code_sha256, created_at, expires_at) "
+                    "VALUES (1, 'c0de', '2026-03-01', '2026-03-04')"
+                )
+            )
+        with pytest.raises(IntegrityError), engine.begin() as conn:
+            conn.execute(text("INSERT INTO team_members (team_id, user_id, joined_at) VALUES (1, 1, '2026-03-05')"))
+
+        command.downgrade(config, "0007")
+        with engine.connect() as conn:
+            assert not {"teams", "team_members", "team_invites"} & set(inspect(conn).get_table_names())
+        assert {table: _rows(engine, f"SELECT * FROM {table} ORDER BY id") for table in tables} == before
+        command.upgrade(config, "head")
+        assert _rows(engine, "SELECT COUNT(*) FROM teams") == [(0,)]

@@ -35,6 +35,20 @@ def test_leaderboard_page(client: Any, alice: Account, db: Session) -> None:
     assert "<script" not in html
 
 
+def test_a_teams_row_shows_its_name_and_members(client: Any, alice: Account, bob: Account, db: Session) -> None:
+    assert client.post("/api/v1/teams", headers=alice.headers, json={"name": "ants"}).status_code == 201
+    code = client.post("/api/v1/teams/mine/invites", headers=alice.headers).json()["code"]
+    assert client.post("/api/v1/teams/join", headers=bob.headers, json={"code": code}).status_code == 200
+    body = submit(client, bob).json()
+    run_evaluation(db, body["evaluations"][0]["id"], public=0.9)
+    row = re.search(r"<td class=\"num\">1</td>\s*<td>(.*?)</td>", client.get("/").text, re.S)
+    assert row is not None and row.group(1) == 'ants <span class="members">(alice, bob)</span>'
+    # bob's submission page is alice's to read whole, as a member's.
+    assert client.post("/signin", data={"token": alice.token}, follow_redirects=False).status_code == 303
+    page = client.get(f"/submissions/{body['id']}")
+    assert page.status_code == 200 and '<table id="episodes">' in page.text
+
+
 def test_the_layers_board_reads_as_before_and_names_its_track(client: Any, alice: Account, db: Session) -> None:
     body = submit(client, alice).json()
     run_evaluation(db, body["evaluations"][0]["id"], public=0.9)

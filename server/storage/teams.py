@@ -1,0 +1,269 @@
+"""Teams: creating one, inviting by code, joining, leaving, and the organisers' assignments.
+
+The rules, Kaggle's where a choice was needed:
+
+- a participant is in at most one team at a time (the partial unique index on ``team_members`` holds it whatever
+  requests race); organisers compete in none;
+- a team has at most ``max_size`` members (Settings.team_max_size); the seat count is checked under the team's row
+  lock, so two joins racing for the last seat cannot both take it;
+- an invite code is used once, before it expires (Settings.team_invite_hours);
+- a participant who joins brings their submissions: the team's quota counts them (``members``), and a join that
+  would put the team over a phase's daily quota today is refused;
+- after the merger deadline (Settings.team_merge_deadline) participants can no longer create, join or leave teams;
+  organisers still can assign and remove members (each change is in the audit log).
+
+Each function is one transaction: a refusal changes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import secrets
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, selectinload
+
+from layersched.server.errors import Conflict, Forbidden, NotFound
+from layersched.server.models import Phase, Team, TeamInvite, TeamMember, User
+from layersched.server.storage.audit import add_log_entry
+from layersched.server.storage.members import lock_competitor, lock_row, team_of
+from layersched.server.storage.phases import is_open
+from layersched.server.storage.quota import count_owned_today, phase_quota
+
+INVITE_PREFIX = "lsi"
+
+
+def _utc(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.timezone.utc).isoformat()
+
+
+def _code_sha256(code: str) -> str:
+    return hashlib.sha256(code.encode()).hexdigest()
+
+
+def _check_changes_open(deadline: dt.datetime | None, now: dt.datetime) -> None:
+    if deadline is not None and now >= deadline:
+        raise Conflict(
+            f"teams are fixed since the team merger deadline {_utc(deadline)}: no team can be created, joined or "
+            "left any more (an organiser can still change one)"
+        )
+
+
+def _check_participant(user: User) -> None:
+    if user.role != "participant":
+        raise Forbidden(f"{user.name} is an organiser: organisers do not compete, so they are in no team")
+
+
+def get_team(*, session: Session, name: str) -> Team:
+    team = session.scalar(
+        select(Team).where(Team.name == name).options(selectinload(Team.members).selectinload(TeamMember.user))
+    )
+    if team is None:
+        raise NotFound(f"team {name!r} does not exist")
+    return team
+
+
+def list_teams(*, session: Session) -> list[Team]:
+    """Every team, in the order they were made, with its members (a team whose members all left has none)."""
+    return list(
+        session.scalars(
+            select(Team).options(selectinload(Team.members).selectinload(TeamMember.user)).order_by(Team.id)
+        )
+    )
+
+
+def _member_count(session: Session, team_id: int) -> int:
+    count = select(func.count(TeamMember.id)).where(TeamMember.team_id == team_id, TeamMember.left_at.is_(None))
+    return session.scalar(count) or 0
+
+
+def _refresh(session: Session, team: Team) -> Team:
+    """The team as committed, its members loaded afresh."""
+    session.expire_all()
+    return get_team(session=session, name=team.name)
+
+
+def create_team(
+    *, session: Session, name: str, founder: User | None, actor: User, deadline: dt.datetime | None, now: dt.datetime
+) -> Team:
+    """A new team named ``name``; ``founder`` (a participant outside any team) is its first member. Organisers
+    make teams without a founder and assign members (``actor``: who asks; organisers ignore the deadline)."""
+    if actor.role != "organiser":
+        _check_changes_open(deadline, now)
+    if founder is not None:
+        _check_participant(founder)
+        lock_competitor(session=session, user=founder)
+        current = team_of(session=session, user_id=founder.id)
+        if current is not None:
+            raise Conflict(
+                f"{founder.name} is already in team {current.name!r}: a participant is in one team; leave it first"
+            )
+    if session.scalar(select(Team.id).where(Team.name == name)) is not None:
+        raise Conflict(f"a team named {name!r} already exists")
+    user_named = session.scalar(select(User).where(User.name == name))
+    if user_named is not None and (founder is None or user_named.id != founder.id):
+        raise Conflict(f"{name!r} is the name of a participant: the leaderboard could not tell the two apart")
+    team = Team(name=name, created_by_id=actor.id, created_at=now)
+    session.add(team)
+    try:
+        session.flush()
+        if founder is not None:
+            session.add(TeamMember(team_id=team.id, user_id=founder.id, joined_at=now))
+            session.flush()
+    except IntegrityError as exc:  # a concurrent request took the name, or put the founder in a team, first
+        session.rollback()
+        raise Conflict(f"team {name!r} could not be made: the name or its founder was taken meanwhile") from exc
+    if actor.role == "organiser":
+        add_log_entry(session, actor, "create_team", f"team:{name}", {})
+    session.commit()
+    return _refresh(session, team)
+
+
+def create_invite(
+    *, session: Session, user: User, valid_hours: float, deadline: dt.datetime | None, now: dt.datetime
+) -> tuple[TeamInvite, str]:
+    """A new one-use invite code to the user's team, valid for ``valid_hours``: the code is returned once, only its
+    hash is stored."""
+    _check_changes_open(deadline, now)
+    team = team_of(session=session, user_id=user.id)
+    if team is None:
+        raise Conflict(f"{user.name} is in no team: create one first (layersched team create NAME)")
+    code = f"{INVITE_PREFIX}_{secrets.token_urlsafe(18)}"
+    invite = TeamInvite(
+        team_id=team.id,
+        code_sha256=_code_sha256(code),
+        created_by_id=user.id,
+        created_at=now,
+        expires_at=now + dt.timedelta(hours=valid_hours),
+    )
+    session.add(invite)
+    session.commit()
+    return invite, code
+
+
+def _check_seat(session: Session, team: Team, max_size: int) -> None:
+    members = _member_count(session, team.id)
+    if members >= max_size:
+        raise Conflict(f"team {team.name!r} is full: it has {members} members, the most a team may have")
+
+
+def _check_merged_quota(session: Session, *, team: Team, joiner: User, daily_quota: int, now: dt.datetime) -> None:
+    """Refuse a join after which the team would have made more submissions today to an open phase than its quota
+    allows (Kaggle: a merged team's past submissions count against its quota)."""
+    owners = [*(m.user_id for m in team.members), joiner.id]
+    for phase in session.scalars(select(Phase).order_by(Phase.id)):
+        if not is_open(phase, now):
+            continue
+        used = count_owned_today(session=session, owner_ids=owners, phase=phase, now=now)
+        quota = phase_quota(phase, daily_quota)
+        if used > quota:
+            raise Conflict(
+                f"joining team {team.name!r} would give it {used} submissions to phase {phase.name!r} today, over "
+                f"its daily quota of {quota} (a joiner's submissions count against the team's quota); join after "
+                "00:00 UTC"
+            )
+
+
+def join_team(
+    *,
+    session: Session,
+    user: User,
+    code: str,
+    max_size: int,
+    daily_quota: int,
+    deadline: dt.datetime | None,
+    now: dt.datetime,
+) -> Team:
+    """Join the team of the invite ``code``, using the code up."""
+    _check_participant(user)
+    _check_changes_open(deadline, now)
+    invite = session.scalar(select(TeamInvite).where(TeamInvite.code_sha256 == _code_sha256(code)))
+    if invite is None:
+        raise NotFound("this invite code is not one the server made: check that it was copied whole")
+    lock_row(session, User, user.id)  # user first, then team: the order lock_competitor takes them in
+    current = team_of(session=session, user_id=user.id)
+    if current is not None:
+        if current.id == invite.team_id:
+            raise Conflict(f"{user.name} is already in team {current.name!r}")
+        raise Conflict(
+            f"{user.name} is in team {current.name!r}: a participant is in one team; leave it first "
+            "(layersched team leave)"
+        )
+    lock_row(session, Team, invite.team_id)
+    # Read again under the lock: another join may have used the code, or taken a seat, since it was read.
+    session.refresh(invite)
+    team = get_team(session=session, name=invite.team.name)
+    session.refresh(team)
+    if invite.used_at is not None:
+        who = invite.used_by.name if invite.used_by is not None else "a user since removed"
+        raise Conflict(f"this invite code was used already, by {who} at {_utc(invite.used_at)}; ask for a new one")
+    if now >= invite.expires_at:
+        raise Conflict(
+            f"this invite code expired at {_utc(invite.expires_at)}; ask a member of team {team.name!r} for a new one"
+        )
+    _check_seat(session, team, max_size)
+    _check_merged_quota(session, team=team, joiner=user, daily_quota=daily_quota, now=now)
+    invite.used_at, invite.used_by_id = now, user.id
+    session.add(TeamMember(team_id=team.id, user_id=user.id, joined_at=now))
+    try:
+        session.flush()
+    except IntegrityError as exc:  # the unique index: the user joined a team in a request that did not lock
+        session.rollback()
+        raise Conflict(f"{user.name} joined another team meanwhile: a participant is in one team") from exc
+    session.commit()
+    return _refresh(session, team)
+
+
+def _end_membership(session: Session, user: User, now: dt.datetime) -> Team:
+    membership = session.scalar(select(TeamMember).where(TeamMember.user_id == user.id, TeamMember.left_at.is_(None)))
+    if membership is None:
+        raise Conflict(f"{user.name} is in no team")
+    membership.left_at = now
+    return membership.team
+
+
+def leave_team(*, session: Session, user: User, deadline: dt.datetime | None, now: dt.datetime) -> Team:
+    """Leave the user's team. Their submissions are theirs and go with them: they count for the user alone again."""
+    _check_changes_open(deadline, now)
+    lock_competitor(session=session, user=user)
+    team = _end_membership(session, user, now)
+    session.commit()
+    return _refresh(session, team)
+
+
+def assign_member(
+    *, session: Session, team_name: str, user: User, actor: User, max_size: int, now: dt.datetime
+) -> Team:
+    """An organiser puts ``user`` into the team (whatever the deadline; the size and one-team rules hold)."""
+    _check_participant(user)
+    team = get_team(session=session, name=team_name)
+    lock_row(session, User, user.id)
+    current = team_of(session=session, user_id=user.id)
+    if current is not None:
+        raise Conflict(f"{user.name} is in team {current.name!r}: remove them from it first")
+    lock_row(session, Team, team.id)
+    _check_seat(session, team, max_size)
+    session.add(TeamMember(team_id=team.id, user_id=user.id, joined_at=now))
+    try:
+        session.flush()
+    except IntegrityError as exc:
+        session.rollback()
+        raise Conflict(f"{user.name} joined another team meanwhile: a participant is in one team") from exc
+    add_log_entry(session, actor, "assign_team", f"team:{team.name}", {"user": user.name})
+    session.commit()
+    return _refresh(session, team)
+
+
+def remove_member(*, session: Session, team_name: str, user: User, actor: User, now: dt.datetime) -> Team:
+    """An organiser takes ``user`` out of the team (whatever the deadline)."""
+    team = get_team(session=session, name=team_name)
+    lock_competitor(session=session, user=user)
+    current = team_of(session=session, user_id=user.id)
+    if current is None or current.id != team.id:
+        raise Conflict(f"{user.name} is not in team {team.name!r}")
+    _end_membership(session, user, now)
+    add_log_entry(session, actor, "remove_from_team", f"team:{team.name}", {"user": user.name})
+    session.commit()
+    return _refresh(session, team)
