@@ -247,7 +247,7 @@ def _add_phase_parser(actions: Any, add: AddCommand) -> None:
         actions,
         "phase",
         missing_action,
-        "create, open, close and list the challenge's phases",
+        "create, edit, open, close and list the challenge's phases",
         "A phase scores its submissions on one registered evaluation set (its track is the set's), takes them\n"
         "between its opening and closing times, has its own daily quota and its own boards. Several may be open\n"
         "at once (dev beside final, one per track); participants then name one: layersched submit --phase.",
@@ -277,6 +277,26 @@ def _add_phase_parser(actions: Any, add: AddCommand) -> None:
     p.add_argument(
         "--organisers-only", action="store_true", help="show its boards to organisers only (participants still submit)"
     )
+    p = add(
+        phase_actions,
+        "edit",
+        cmd_phase_edit,
+        "change a phase's title, times, quota or board visibility",
+        "Only what you name changes; its evaluation set stays (its submissions were scored on it). The phase\n"
+        "must still close after it opens. Each change is in the audit log with the value before and after.",
+        "  layersched admin phase edit final --closes 2027-03-08T12:00Z --quota 3\n"
+        "  layersched admin phase edit dev --open-ended --default-quota --title 'Development round'\n",
+    )
+    p.add_argument("name", type=phase_name, help="the phase")
+    p.add_argument("--title", help="its new title")
+    p.add_argument("--opens", type=moment, help="when it opens")
+    closes = p.add_mutually_exclusive_group()
+    closes.add_argument("--closes", type=moment, help="when it closes")
+    closes.add_argument("--open-ended", action="store_true", help="take its closing time away")
+    quota = p.add_mutually_exclusive_group()
+    quota.add_argument("--quota", type=positive_int, help="submissions per participant a day")
+    quota.add_argument("--default-quota", action="store_true", help="use the server's daily quota")
+    p.add_argument("--visibility", choices=("public", "organisers"), help="who sees its boards")
     p = add(
         phase_actions,
         "open",
@@ -472,6 +492,28 @@ def cmd_phase_create(args: argparse.Namespace) -> int:
             visibility="organisers" if args.organisers_only else "public",
         )
     print(_phase_line("created", phase))
+    return 0
+
+
+def cmd_phase_edit(args: argparse.Namespace) -> int:
+    changes: dict[str, Any] = {}
+    for field, value in (
+        ("title", args.title),
+        ("opens_at", args.opens),
+        ("closes_at", args.closes),
+        ("daily_quota", args.quota),
+        ("visibility", args.visibility),
+    ):
+        if value is not None:
+            changes[field] = value
+    if args.open_ended:
+        changes["closes_at"] = None
+    if args.default_quota:
+        changes["daily_quota"] = None
+    if not changes:
+        raise ConfigError("nothing to change: give --title, --opens, --closes, --open-ended, --quota, ... (see --help)")
+    with configured_client() as client:
+        print(_phase_line("changed", client.admin_edit_phase(args.name, **changes)))
     return 0
 
 

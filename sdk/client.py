@@ -539,6 +539,12 @@ class Client:
         }
         return _decode(PhaseInfo, self._request("POST", "/admin/phases", json=body), "phase")
 
+    def admin_edit_phase(self, name: str, **changes: Any) -> PhaseInfo:
+        """Change the fields named (``title``, ``opens_at``, ``closes_at``, ``daily_quota``, ``visibility``); a field
+        given as None means open-ended for ``closes_at``, the server's quota for ``daily_quota``."""
+        raw = self._request("PATCH", f"/admin/phases/{_path(name)}", json=changes)
+        return _decode(PhaseInfo, raw, "phase")
+
     def admin_open_phase(self, name: str) -> PhaseInfo:
         return _decode(PhaseInfo, self._request("POST", f"/admin/phases/{_path(name)}/open"), "phase")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 Role = Literal["participant", "organiser"]
 State = Literal["queued", "running", "succeeded", "failed", "cancelled"]
@@ -281,6 +281,30 @@ class PhaseCreate(BaseModel):
     closes_at: AwareDatetime | None = Field(default=None, description="default: open-ended")
     daily_quota: int | None = Field(default=None, ge=0, description="default: the server's daily quota")
     visibility: Visibility = "public"
+
+
+class PhaseEdit(BaseModel):
+    """Fields to change; a field left out stays as it is. ``closes_at`` null: open-ended; ``daily_quota`` null: the
+    server's quota. The set cannot change: the phase's submissions were scored on it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str | None = Field(default=None, min_length=1, max_length=200, pattern=NO_NUL)
+    opens_at: AwareDatetime | None = None
+    closes_at: AwareDatetime | None = None
+    daily_quota: int | None = Field(default=None, ge=0)
+    visibility: Visibility | None = None
+
+    @model_validator(mode="after")
+    def _no_null_where_null_means_nothing(self) -> PhaseEdit:
+        for name in ("title", "opens_at", "visibility"):
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{name} cannot be null (leave it out to keep it)")
+        return self
+
+    def changes(self) -> dict[str, Any]:
+        """The fields the body named, with their values."""
+        return self.model_dump(include=self.model_fields_set)
 
 
 class PhaseClose(BaseModel):

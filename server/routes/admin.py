@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, cast
 
 from fastapi import APIRouter, Query, Response
 from fastapi import Path as PathParam
@@ -21,6 +21,7 @@ from layersched.server.schemas import (
     LeaderboardStatePublic,
     PhaseClose,
     PhaseCreate,
+    PhaseEdit,
     PhasePublic,
     RerunRequest,
     SubmissionPublic,
@@ -141,6 +142,17 @@ def create_phase(session: SessionDep, actor: Organiser, settings: SettingsDep, b
         visibility=body.visibility,
         actor=actor,
     )
+    return presenters.phase_public(phase, default_quota=settings.daily_quota, now=utcnow())
+
+
+@router.patch("/phases/{name}", response_model=PhasePublic)
+def edit_phase(
+    session: SessionDep, actor: Organiser, settings: SettingsDep, name: PhaseName, body: PhaseEdit
+) -> PhasePublic:
+    """Change what the body names. ``null`` means open-ended for ``closes_at`` and the server's quota for
+    ``daily_quota``; ``title``, ``opens_at`` and ``visibility`` cannot be null."""
+    changes = cast(storage.PhaseChanges, body.changes())
+    phase = storage.edit_phase(session=session, name=name, changes=changes, actor=actor)
     return presenters.phase_public(phase, default_quota=settings.daily_quota, now=utcnow())
 
 

@@ -61,10 +61,12 @@ from layersched.server.storage.leaderboard import (
 from layersched.server.storage.members import member_ids, same_competitor, team_of
 from layersched.server.storage.phases import (
     DEFAULT_PHASE,
+    PhaseChanges,
     board_visible,
     close_phase,
     closed_because,
     create_phase,
+    edit_phase,
     get_phase,
     is_open,
     list_phases,
@@ -108,6 +110,7 @@ __all__ = [
     "Competitor",
     "Conflict",  # the errors these functions raise, for callers that catch them",
     "NotFound",
+    "PhaseChanges",
     "ScoredEntry",
     "assign_member",
     "authenticate",
@@ -128,6 +131,7 @@ __all__ = [
     "create_team",
     "create_user",
     "disqualify_submission",
+    "edit_phase",
     "end_page_sessions",
     "evaluation_scores",
     "expire_stuck_evaluations",

@@ -8,6 +8,7 @@ Organisers add their own (``dev``, ``final``) with :func:`create_phase`.
 from __future__ import annotations
 
 import datetime as dt
+from typing import TypedDict
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -130,6 +131,45 @@ def create_phase(
         "visibility": visibility,
     }
     add_log_entry(session, actor, "create_phase", f"phase:{name}", detail)
+    session.commit()
+    return phase
+
+
+class PhaseChanges(TypedDict, total=False):
+    """What :func:`edit_phase` may change; a key left out stays as it is. ``closes_at`` None: open-ended;
+    ``daily_quota`` None: Settings.daily_quota."""
+
+    title: str
+    opens_at: dt.datetime
+    closes_at: dt.datetime | None
+    daily_quota: int | None
+    visibility: str
+
+
+def edit_phase(*, session: Session, name: str, changes: PhaseChanges, actor: User | None) -> Phase:
+    """Change a phase's title, times, quota or board visibility (its set stays: its submissions were scored on it).
+
+    The times are checked together, as they will be: a phase must close after it opens. Each change is in the audit
+    log with the value before and after.
+    """
+    phase = get_phase(session=session, name=name)
+    opens_at = changes.get("opens_at", phase.opens_at)
+    closes_at = changes.get("closes_at", phase.closes_at)
+    if closes_at is not None and closes_at <= opens_at:
+        raise Conflict(f"phase {name!r} would close at {_utc(closes_at)}, not after it opens at {_utc(opens_at)}")
+    quota = changes.get("daily_quota", phase.daily_quota)
+    if quota is not None and quota < 0:
+        raise Conflict(f"phase {name!r}: a daily quota of {quota} is below 0")
+    detail: dict[str, object] = {}
+    for field, value in changes.items():
+        before = getattr(phase, field)
+        if before == value:
+            continue
+        shown = [_utc(v) if isinstance(v, dt.datetime) else v for v in (before, value)]
+        detail[field] = {"from": shown[0], "to": shown[1]}
+        setattr(phase, field, value)
+    if detail:
+        add_log_entry(session, actor, "edit_phase", f"phase:{name}", detail)
     session.commit()
     return phase
 

@@ -131,3 +131,22 @@ def test_bad_arguments_exit_2_with_argparse_message(
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_an_organiser_edits_a_phase_from_the_cli(capsys: pytest.CaptureFixture[str], dev_and_final: LiveServer) -> None:
+    code, out, err = run(capsys, "admin", "phase", "edit", "final", "--closes", "2099-04-01T12:00Z", "--quota", "3")
+    assert code == 0, err
+    assert out.startswith("phase final changed: set spring (layers-v1), opens ")
+    assert ", closes 2099-04-01T12:00:00Z; open now" in out
+    code, out, _ = run(capsys, "admin", "phase", "edit", "final", "--open-ended", "--default-quota")
+    assert code == 0 and ", open-ended; open now" in out
+    code, out, _ = run(capsys, "phases", "--json")
+    final = {p["name"]: p for p in json.loads(out)}["final"]
+    assert (final["closes_at"], final["daily_quota"]) == (None, 2)  # the live server's quota
+    code, _, err = run(capsys, "admin", "phase", "edit", "final")
+    assert code == 1 and error_line(err).startswith("error: nothing to change: give --title")
+    code, _, err = run(capsys, "admin", "phase", "edit", "final", "--closes", "2000-01-01T00:00Z")
+    assert code == 1 and error_line(err).startswith("error: phase 'final' would close at 2000-01-01T00:00:00+00:00")
+    with pytest.raises(SystemExit):
+        run(capsys, "admin", "phase", "edit", "final", "--quota", "3", "--default-quota")
+    assert "not allowed with argument" in capsys.readouterr().err

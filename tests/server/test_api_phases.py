@@ -326,3 +326,60 @@ def test_organisers_creating_one_phase_at_once_make_it_once(client: Any, organis
     assert sorted(statuses) == [201] + [409] * (n - 1)
     log = storage.list_audit_log(session=db, limit=50)[0]
     assert [e.target for e in log if e.action == "create_phase"] == ["phase:final"]
+
+
+def test_an_organiser_edits_a_phase_and_the_log_says_from_what_to_what(
+    client: Any, organiser: Account, alice: Account, hidden: EvalSet
+) -> None:
+    assert create(client, organiser, "final", evalset="hidden", daily_quota=1).status_code == 201
+    later = (NOW + dt.timedelta(days=9)).replace(microsecond=0)
+    edited = client.patch(
+        "/api/v1/admin/phases/final",
+        headers=organiser.headers,
+        json={"title": "Final round", "closes_at": later.isoformat(), "daily_quota": None, "visibility": "organisers"},
+    )
+    assert edited.status_code == 200
+    body = edited.json()
+    closes = dt.datetime.fromisoformat(body["closes_at"].replace("Z", "+00:00"))
+    assert (body["title"], closes, body["daily_quota"], body["visibility"], body["evalset"]) == (
+        "Final round",
+        later,
+        3,  # null: the server's quota
+        "organisers",
+        "hidden",
+    )
+    entry = client.get("/api/v1/admin/audit-log", headers=organiser.headers).json()["data"][0]
+    assert (entry["action"], entry["target"]) == ("edit_phase", "phase:final")
+    assert entry["detail"]["daily_quota"] == {"from": 1, "to": None}
+    assert entry["detail"]["closes_at"]["to"] == later.isoformat()
+    # Open-ended again; what is left out stays.
+    reopened = client.patch("/api/v1/admin/phases/final", headers=organiser.headers, json={"closes_at": None})
+    assert reopened.json()["closes_at"] is None and reopened.json()["title"] == "Final round"
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        ({"closes_at": EARLIER.isoformat()}, 409, "phase 'main' would close at "),
+        ({"opens_at": LATER.isoformat(), "closes_at": (LATER - dt.timedelta(hours=1)).isoformat()}, 409, "would close"),
+        ({"title": None}, 422, "title cannot be null"),
+        ({"opens_at": None}, 422, "opens_at cannot be null"),
+        ({"daily_quota": -1}, 422, "greater than or equal to 0"),
+        ({"evalset": "hidden"}, 422, "Extra inputs are not permitted"),
+        ({"closes_at": "2027-01-01T00:00:00"}, 422, "timezone"),
+    ],
+)
+def test_a_bad_edit_is_refused_and_changes_nothing(
+    client: Any, organiser: Account, alice: Account, body: dict[str, Any], status: int, message: str
+) -> None:
+    before = client.get("/api/v1/phases").json()
+    response = client.patch("/api/v1/admin/phases/main", headers=organiser.headers, json=body)
+    assert response.status_code == status
+    assert message in response.text
+    assert client.get("/api/v1/phases").json() == before
+
+
+def test_only_organisers_edit_an_existing_phase(client: Any, organiser: Account, alice: Account) -> None:
+    assert client.patch("/api/v1/admin/phases/main", headers=alice.headers, json={"title": "x"}).status_code == 403
+    missing = client.patch("/api/v1/admin/phases/nope", headers=organiser.headers, json={"title": "x"})
+    assert error(missing) == (404, "not_found", "phase 'nope' does not exist")
