@@ -1,6 +1,6 @@
 """jobs-v1 in both sandboxes (issue 19): a sandboxed episode makes exactly the in-process run's actions and
 metrics (seeded and keyed episodes); a policy that vandalises its view still makes SJF's actions; a policy that
-looks for future jobs finds nothing. (The track's corpus of hostile policies is still to come.)"""
+looks for future jobs finds nothing. Hangs, crashes and replies of the wrong type: test_track_corpus.py."""
 
 from __future__ import annotations
 

@@ -62,7 +62,7 @@ class WorkflowsTrack(WorkflowSchema):
     )
     primary_metric = "mean_completion"
     rules_hash = package_rules_hash(Path(__file__).parent)
-    # A minimal kit for now (one policy and a README); the GCN kit of issue 20 is to come.
+    # start-now EFT as the template, seed 004's GCN (plain torch) and its training recipe: starter/README.md.
     starter = ("layersched.sim.tracks.workflows_v1", "starter")
 
     def baseline(self, name: str) -> Policy:
