@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -134,6 +135,33 @@ def test_demo_without_an_engine_says_in_plain_words_that_it_uses_the_process_san
         assert serve.wait(timeout=60) == 0, log.read_text()[-3000:]
     text = log.read_text()
     assert [noise for noise in NOISE if noise in text] == [], text
+
+
+def test_serve_registers_the_extra_sets_for_phases_with_their_baselines(tmp_path: Path) -> None:
+    """LAYERSCHED_EXTRA_EVALSET_PATHS (issue 18): each set is registered beside the current one, not current, with its
+    baselines' rows, so that an organiser can open a phase on it at once; here the jobs-v1 sample beside the lab's."""
+    port = free_port()
+    jobs = Path(__file__).resolve().parents[2] / "hidden_seeds" / "jobs-sample.toml"
+    serve, log = start_demo(tmp_path, port, LAYERSCHED_EXTRA_EVALSET_PATHS=json.dumps([str(jobs)]))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: demo_ranked(url), 120, "the demo submission on the leaderboard")
+        text = log.read_text()
+        assert "layersched: evaluation set 'jobs-sample' also registered, for phases" in text, text
+        organiser_token = re.findall(r"token: (lst_\S+)", text)[0]  # the demo's organiser comes first
+        organiser = {"Authorization": f"Bearer {organiser_token}"}
+        assert httpx.get(f"{url}/api/v1/evalsets/current", timeout=5).json()["track"] == "layers-v1"  # still current
+        created = httpx.post(
+            f"{url}/api/v1/admin/phases", headers=organiser, json={"name": "jobs", "evalset": "jobs-sample"}, timeout=5
+        )
+        assert created.status_code == 201, created.text
+        assert created.json()["track"] == "jobs-v1"
+        board = httpx.get(f"{url}/api/v1/leaderboard", params={"phase": "jobs"}, timeout=5).json()
+        assert (board["track"], board["reference_baseline"]) == ("jobs-v1", "SJF")
+        assert {r["participant"] for r in board["rows"] if r["baseline"]} == {"SJF", "Packer", "Tetris*", "Random"}
+    finally:
+        os.killpg(serve.pid, signal.SIGINT)
+        assert serve.wait(timeout=60) == 0, log.read_text()[-3000:]
 
 
 def test_a_killed_serve_takes_its_worker_with_it(tmp_path: Path) -> None:
