@@ -103,8 +103,8 @@ def submissions_page(request: Request, session: SessionDep, viewer: PageViewer, 
 def _not_shown(request: Request, viewer: User | None, submission_id: int) -> HTMLResponse:
     if viewer is None:
         note = (
-            f"Submission {submission_id} is shown to its owner and the organisers only (it is not on the public "
-            "leaderboard). If it is yours, sign in with your token."
+            f"Submission {submission_id} is shown to its owner, their team and the organisers only (it is not on the "
+            "public leaderboard). If it is yours, sign in with your token."
         )
         return signin_page(request, next_url=f"/submissions/{submission_id}", note=note, status_code=401)
     if viewer.role == "organiser":
@@ -112,8 +112,8 @@ def _not_shown(request: Request, viewer: User | None, submission_id: int) -> HTM
             request, "Not found", f"submission {submission_id} does not exist", viewer=viewer, status_code=404
         )
     text = (
-        f"submission {submission_id} is not one of yours (signed in as {viewer.name}): only its owner and the "
-        "organisers see it"
+        f"submission {submission_id} is not one of yours (signed in as {viewer.name}): only its owner, their team and "
+        "the organisers see it"
     )
     return message(request, "Not yours", text, viewer=viewer, status_code=403)
 
