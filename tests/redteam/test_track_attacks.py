@@ -103,12 +103,22 @@ HELLO_TIMER = """
 """
 
 
-def test_the_policy_cannot_time_the_trusted_sides_work_before_step_0(tmp_path: Path) -> None:
+def test_the_policy_cannot_time_the_trusted_sides_work_before_step_0(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Fixed: workflows-v1 draws and indexes every workflow of the episode (future ones too) in first_decision,
     which the driver ran while the episode process connected, so the hello -> first task gap was that time. The
     driver now prepares the first decision before the harness hears of the episode."""
-    # A big (public) scenario makes the trusted side's work large enough to see through the process sandbox's noise:
-    # 200 ETL workflows are about 15,000 tasks, of which step 0 shows one workflow.
+    # The draw is lazy now (test_workflows_time_to_step_0_does_not_depend_on_future_workflows), so the preparation
+    # is made long on purpose (the driver runs the trusted side in this process): whatever it takes, the policy
+    # must not see it.
+    first_of = wf_env.WorkflowEpisode.first
+
+    def slow_first(self: wf_env.WorkflowEpisode) -> bool:
+        time.sleep(0.2)
+        return first_of(self)
+
+    monkeypatch.setattr(wf_env.WorkflowEpisode, "first", slow_first)
     scenario = WorkflowScenario(n_workflows=200, families=("etl",), arrival_rate=0.004)
     episode = FLOWS.simulator(scenario).episode(random.Random(0))
     started = time.perf_counter()
@@ -129,12 +139,26 @@ def _trim_future(workflows: list[wf_env.Workflow]) -> list[wf_env.Workflow]:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="WorkflowEpisode.draw builds its per-task tables for every workflow at once: first_decision's time grows "
-    "with the size of the workflows still to come (a timing channel on the hidden future)",
-)
+class _Given:
+    """A ``WorkflowDraw`` that serves already-drawn workflows (the test chooses the future)."""
+
+    def __init__(self, workflows: list[wf_env.Workflow]) -> None:
+        self.workflows = workflows
+        self.count = len(workflows)
+        self.next_id = 0
+
+    def next_arrival(self) -> float | None:
+        return self.workflows[self.next_id].arrival if self.next_id < self.count else None
+
+    def next_workflow(self) -> wf_env.Workflow:
+        self.next_id += 1
+        return self.workflows[self.next_id - 1]
+
+
 def test_workflows_time_to_step_0_does_not_depend_on_future_workflows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fixed: WorkflowEpisode.draw drew and indexed every workflow of the episode before step 0, so the wait for the
+    first decision grew with the workflows still to come. Each workflow is now drawn and indexed when it arrives
+    (``WorkflowDraw``): the future below is 20x smaller in tasks, and step 0 must take no longer for the big one."""
     scenario = WorkflowScenario(n_workflows=150, families=("etl",), arrival_rate=0.004)
     cluster = wf_env.build_cluster(scenario)
     big = wf_env.draw_workflows(scenario, cluster, random.Random(0))
@@ -142,9 +166,9 @@ def test_workflows_time_to_step_0_does_not_depend_on_future_workflows(monkeypatc
     assert sum(len(w.tasks) for w in big) > 20 * sum(len(w.tasks) for w in small[1:])
 
     def first(workflows: list[wf_env.Workflow]) -> tuple[float, Any]:
-        monkeypatch.setattr(wf_env, "draw_workflows", lambda *_: list(workflows))
+        monkeypatch.setattr(wf_env, "WorkflowDraw", lambda *_: _Given(workflows))
         best, payload = float("inf"), None
-        for _ in range(3):
+        for _ in range(5):
             episode = FLOWS.simulator(scenario).episode(random.Random(0))
             t0 = time.perf_counter()
             payload = episode.first_decision()

@@ -59,7 +59,9 @@ PEEK = """
     from layersched.sim.tracks.workflows_v1.baselines import Heft
 
     heft = Heft()
-    SECRET_TYPES = {"WorkflowEpisode", "WorkflowTrusted", "Workflow", "Generator", "KeyedRandom", "PCG64"}
+    SECRET_TYPES = {
+        "WorkflowEpisode", "WorkflowTrusted", "WorkflowDraw", "Workflow", "Generator", "KeyedRandom", "PCG64"
+    }
     seen = set()
 
 
@@ -156,8 +158,8 @@ def test_an_out_of_range_reply_ends_the_episode_with_the_tracks_message(tmp_path
 
 def test_the_peek_would_find_the_trusted_side_where_it_lives():
     # In-process the trusted episode shares the policy's process: the same search finds it, so its silence in the
-    # sandbox means something.
+    # sandbox means something. (Its workflows, or the generator it draws the ones to come from at their arrival.)
     namespace: dict = {}
     exec(textwrap.dedent(PEEK), namespace)
-    with pytest.raises(PolicyError, match=r"^step 0: action 'found (object|frame local) Workflow"):
+    with pytest.raises(PolicyError, match=r"^step 0: action 'found (object|frame local) (Workflow|Generator|PCG64)"):
         TRACK.run_episode(SCENARIO, namespace["policy"], random.Random(0), random.Random(0))

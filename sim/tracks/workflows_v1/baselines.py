@@ -115,8 +115,14 @@ class Heft:
 
     @staticmethod
     def _signature(view: WorkflowView, extra: TaskKey | None = None) -> Any:
-        placed = {t.key for wf in view.workflows.values() for t in wf.tasks if t.status != "waiting"}
-        done = sum(t.status == "done" for wf in view.workflows.values() for t in wf.tasks)
+        placed = set()
+        done = 0
+        for wf in view.workflows.values():  # one pass: this runs twice per decision
+            for t in wf.tasks:
+                status = t.status
+                if status != "waiting":
+                    placed.add((t.workflow, t.index))
+                    done += status == "done"
         if extra is not None:
             placed.add(extra)
         return (view.time, tuple(view.workflows), frozenset(placed), done)

@@ -103,20 +103,41 @@ def build_cluster(scenario: WorkflowScenario) -> Cluster:
     )
 
 
-def draw_workflows(scenario: WorkflowScenario, cluster: Cluster, workload: random.Random) -> list[Workflow]:
-    """Every workflow of an episode, in arrival order, from ``workload`` (256 bits seed a numpy generator)."""
-    if scenario.dag is not None:
-        dag = scenario.dag
-        parents = dag.parents()
-        tasks = tuple(TaskSpec(0.0, 1, 1.0, 1, tuple(parents[i])) for i in range(dag.n_tasks))
-        return [Workflow(0, "static", 0.0, tasks, dag.costs, (1.0,) * dag.n_tasks)]
-    # 256 bits: a keyed episode keeps as much of its key (>= 128 bits) as the numpy generator can take in.
-    rng = np.random.Generator(np.random.PCG64(workload.getrandbits(256)))
-    out = []
-    t = 0.0
-    for w in range(scenario.n_workflows):
-        if scenario.arrival_rate > 0:
-            t += float(rng.exponential(1.0 / scenario.arrival_rate))
+class WorkflowDraw:
+    """An episode's workflows from ``workload``, drawn one at a time in arrival order (256 bits of ``workload`` seed
+    a numpy generator, taken at once). ``next_arrival`` draws only the next workflow's arrival time, ``next_workflow``
+    the rest of it: the episode calls the latter when the workflow arrives, so nothing of a workflow but its arrival
+    time is drawn or built before then (the work before a decision depends on the arrived workflows only). One
+    stream, in the order ``draw_workflows`` always drew it: arrival, family, tasks, factors, then the next one's."""
+
+    def __init__(self, scenario: WorkflowScenario, cluster: Cluster, workload: random.Random) -> None:
+        self.scenario = scenario
+        self.speed = cluster.speed
+        self.count = 1 if scenario.dag is not None else scenario.n_workflows
+        self.next_id = 0
+        self.time = 0.0
+        # 256 bits: a keyed episode keeps as much of its key (>= 128 bits) as the numpy generator can take in.
+        self.rng = None if scenario.dag is not None else np.random.Generator(np.random.PCG64(workload.getrandbits(256)))
+
+    def next_arrival(self) -> float | None:
+        """The arrival time of the next workflow (None: there is none)."""
+        if self.next_id == self.count:
+            return None
+        if self.rng is not None and self.scenario.arrival_rate > 0:
+            self.time += float(self.rng.exponential(1.0 / self.scenario.arrival_rate))
+        return self.time
+
+    def next_workflow(self) -> Workflow:
+        """The workflow whose arrival ``next_arrival`` gave last."""
+        w, scenario = self.next_id, self.scenario
+        self.next_id += 1
+        if self.rng is None:
+            assert scenario.dag is not None
+            dag = scenario.dag
+            parents = dag.parents()
+            tasks = tuple(TaskSpec(0.0, 1, 1.0, 1, tuple(parents[i])) for i in range(dag.n_tasks))
+            return Workflow(0, "static", 0.0, tasks, dag.costs, (1.0,) * dag.n_tasks)
+        rng = self.rng
         family = scenario.families[int(rng.integers(len(scenario.families)))]
         tasks = tuple(draw_workflow(family, rng))
         z = rng.standard_normal(len(tasks))
@@ -125,8 +146,17 @@ def draw_workflows(scenario: WorkflowScenario, cluster: Cluster, workload: rando
             if scenario.deterministic
             else tuple(max(0.1, 1.0 + scenario.spread * float(x)) for x in z)
         )
-        means = tuple(tuple(task.work / s for s in cluster.speed) for task in tasks)
-        out.append(Workflow(w, family, t, tasks, means, factors))
+        speed = self.speed
+        means = tuple(tuple(task.work / s for s in speed) for task in tasks)
+        return Workflow(w, family, self.time, tasks, means, factors)
+
+
+def draw_workflows(scenario: WorkflowScenario, cluster: Cluster, workload: random.Random) -> list[Workflow]:
+    """Every workflow of an episode, in arrival order, from ``workload`` (``WorkflowDraw`` all at once)."""
+    draw = WorkflowDraw(scenario, cluster, workload)
+    out = []
+    while draw.next_arrival() is not None:
+        out.append(draw.next_workflow())
     return out
 
 
@@ -156,46 +186,42 @@ class WorkflowEpisode:
     # ------------------------------------------------------------------ setting up
 
     def draw(self) -> None:
-        """Draw the workload (once; ``first_decision`` does it if nobody did)."""
+        """Start the workload (once; ``first_decision`` does it if nobody did): take its seed and schedule the first
+        arrival. Each workflow is drawn and its tasks indexed when it arrives (``_arrive``), never before."""
         if self.drawn:
             return
         self.drawn = True
         assert self._workload is not None
-        self.workflows = draw_workflows(self.scenario, self.cluster, self._workload)
-        self._workload = None  # drawn: a keyed source is never copied along with the episode (run_policies)
+        self.source = WorkflowDraw(self.scenario, self.cluster, self._workload)
+        # A keyed source is never copied along with the episode (run_policies copies the numpy generator seeded
+        # from it, as it copied the drawn workflows before the draw was lazy).
+        self._workload = None
         n_vms = len(self.cluster.cores)
         self.offset = [0]
-        for wf in self.workflows:
-            self.offset.append(self.offset[-1] + len(wf.tasks))
-        n = self.offset[-1]
-        self.key: list[tuple[int, int]] = [(wf.id, i) for wf in self.workflows for i in range(len(wf.tasks))]
-        self.spec: list[TaskSpec] = [t for wf in self.workflows for t in wf.tasks]
-        self.means: list[tuple[float | None, ...]] = [m for wf in self.workflows for m in wf.means]
-        self.factor: list[float] = [f for wf in self.workflows for f in wf.factors]
-        self.parents: list[list[tuple[int, float]]] = [
-            [(self.offset[wf.id] + p, d) for p, d in t.parents] for wf in self.workflows for t in wf.tasks
-        ]
-        self.children: list[list[tuple[int, float]]] = [[] for _ in range(n)]
-        for g, ps in enumerate(self.parents):
-            for p, d in ps:
-                self.children[p].append((g, d))
-        self.status = [WAITING] * n
-        self.vm: list[int | None] = [None] * n
-        self.placed: list[float | None] = [None] * n
-        self.start: list[float | None] = [None] * n
-        self.finish: list[float | None] = [None] * n
-        self.ready: list[float | None] = [None] * n
-        self.inputs_at: list[float | None] = [None] * n
-        self.unfinished = [len(ps) for ps in self.parents]
-        self.unplaced_parents = [len(ps) for ps in self.parents]
+        # Per task (global index g = offset[workflow] + index), appended when its workflow arrives.
+        self.key: list[tuple[int, int]] = []
+        self.spec: list[TaskSpec] = []
+        self.means: list[tuple[float | None, ...]] = []
+        self.factor: list[float] = []
+        self.parents: list[list[tuple[int, float]]] = []
+        self.children: list[list[tuple[int, float]]] = []
+        self.status: list[int] = []
+        self.vm: list[int | None] = []
+        self.placed: list[float | None] = []
+        self.start: list[float | None] = []
+        self.finish: list[float | None] = []
+        self.ready: list[float | None] = []
+        self.inputs_at: list[float | None] = []
+        self.unfinished: list[int] = []
+        self.unplaced_parents: list[int] = []
         self.placeable: set[int] = set()
         self.free_cores = list(self.cluster.cores)
         self.free_memory = list(self.cluster.memory)
         self.queue: list[deque[int]] = [deque() for _ in range(n_vms)]
         self.running: list[list[int]] = [[] for _ in range(n_vms)]
         self.wake_at: list[float | None] = [None] * n_vms
-        self.left = [len(wf.tasks) for wf in self.workflows]
-        self.done_at: list[float | None] = [None] * len(self.workflows)
+        self.left: list[int] = []  # per arrived workflow: its tasks not finished
+        self.done_at: list[float | None] = []
         self.arrived = 0
         self.now = 0.0
         self.events: list[tuple[float, int, int, int]] = []
@@ -204,8 +230,16 @@ class WorkflowEpisode:
         self.busy_memory_s = 0.0
         self.candidates: list[int] = []
         self.dirty: set[int] = set()  # tasks whose state changed since the last payload
-        for wf in self.workflows:
-            self._push(wf.arrival, ARRIVE, wf.id)
+        self._push_arrival()
+
+    def _push_arrival(self) -> None:
+        """Schedule the next workflow's arrival, if any. Its sequence number is below every other event's and rises
+        with the workflow: the order of events at a time is the one of pushing every arrival first (as before the
+        draw was lazy), so arrivals at a time come before its finishes and wakes, in workflow order."""
+        at = self.source.next_arrival()
+        if at is not None:
+            w = self.source.next_id
+            heapq.heappush(self.events, (at, w - self.source.count, ARRIVE, w))
 
     def _push(self, time: float, kind: int, x: int) -> None:
         heapq.heappush(self.events, (time, self.seq, kind, x))
@@ -214,12 +248,41 @@ class WorkflowEpisode:
     # ------------------------------------------------------------------ the rules
 
     def _arrive(self, w: int) -> None:
+        wf = self.source.next_workflow()
+        assert wf.id == w
+        self.workflows.append(wf)
         self.arrived += 1
-        for g in range(self.offset[w], self.offset[w + 1]):
-            if not self.parents[g]:
+        base = self.offset[-1]
+        n = len(wf.tasks)
+        self.offset.append(base + n)
+        self.key.extend((w, i) for i in range(n))
+        self.spec.extend(wf.tasks)
+        self.means.extend(wf.means)
+        self.factor.extend(wf.factors)
+        parents = [[(base + p, d) for p, d in t.parents] for t in wf.tasks]
+        self.parents.extend(parents)
+        self.children.extend([] for _ in range(n))
+        for i, ps in enumerate(parents):
+            for p, d in ps:
+                self.children[p].append((base + i, d))
+        self.status.extend([WAITING] * n)
+        self.vm.extend([None] * n)
+        self.placed.extend([None] * n)
+        self.start.extend([None] * n)
+        self.finish.extend([None] * n)
+        self.ready.extend([None] * n)
+        self.inputs_at.extend([None] * n)
+        self.unfinished.extend(len(ps) for ps in parents)
+        self.unplaced_parents.extend(len(ps) for ps in parents)
+        self.left.append(n)
+        self.done_at.append(None)
+        for i, ps in enumerate(parents):
+            if not ps:
+                g = base + i
                 self.ready[g] = self.now
                 self.dirty.add(g)
                 self.placeable.add(g)
+        self._push_arrival()
 
     def _finish(self, g: int) -> None:
         v = self.vm[g]
@@ -384,7 +447,7 @@ class WorkflowEpisode:
 
     def metrics(self) -> WorkflowMetrics:
         done = [d for d in self.done_at if d is not None]
-        assert len(done) == len(self.workflows), "metrics of an episode still running"
+        assert len(done) == len(self.workflows) == self.source.count, "metrics of an episode still running"
         completions = np.array([d - wf.arrival for wf, d in zip(self.workflows, done, strict=True)])
         first = min(wf.arrival for wf in self.workflows)
         last = max(f for f in self.finish if f is not None)

@@ -106,13 +106,23 @@ class WorkflowView:
 
 @dataclass(frozen=True)
 class _Static:
+    """A workflow's part that never changes, by column (one tuple per ``TaskView`` field, in its order): workflow
+    id, index, cores, memory, priority, parents, children, means. Columns, so that a view's tasks are one
+    ``map(TaskView, ...)`` (the view is rebuilt at every decision: this is the replica's hot loop)."""
+
     family: str
     arrival: float
-    # per task: cores, memory, priority, parents, children, means
-    tasks: tuple[
-        tuple[int, float, int, tuple[tuple[int, float], ...], tuple[tuple[int, float], ...], tuple[float | None, ...]],
-        ...,
-    ]
+    columns: tuple[tuple[Any, ...], ...]
+
+
+class _State:
+    """A workflow's changing part by column (status name, vm, placed, start, finish, ready), and its done tasks."""
+
+    __slots__ = ("columns", "done")
+
+    def __init__(self, n: int) -> None:
+        self.columns: list[list[Any]] = [[STATUS_NAMES[0]] * n] + [[None] * n for _ in range(5)]
+        self.done = 0
 
 
 class ViewKeeper:
@@ -125,7 +135,7 @@ class ViewKeeper:
         self.rate = tuple(tuple(float(x) for x in row) for row in cluster["rate"])
         self.startup = tuple(tuple(float(x) for x in row) for row in cluster["startup"])
         self.static: dict[int, _Static] = {}
-        self.state: dict[int, list[list[Any]]] = {}
+        self.state: dict[int, _State] = {}
         self.time = 0.0
         self.vms: list[Any] = []
         self.candidates: list[TaskKey] = []
@@ -133,7 +143,9 @@ class ViewKeeper:
     def apply(self, payload: dict[str, Any]) -> None:
         """Bring the truth up to date with one decision's payload (``sandbox.payload``'s format)."""
         self.time = float(payload["t"])
+        touched = set()
         for wf_id, family, arrival, tasks in payload["new"]:
+            n = len(tasks)
             children: list[list[tuple[int, float]]] = [[] for _ in tasks]
             for i, task in enumerate(tasks):
                 for p, data in task[3]:
@@ -141,23 +153,34 @@ class ViewKeeper:
             self.static[wf_id] = _Static(
                 family,
                 float(arrival),
-                tuple(
-                    (
-                        int(c),
-                        float(m),
-                        int(pr),
-                        tuple((int(p), float(d)) for p, d in parents),
-                        tuple(children[i]),
-                        tuple(None if x is None else float(x) for x in means),
-                    )
-                    for i, (c, m, pr, parents, means) in enumerate(tasks)
+                (
+                    (wf_id,) * n,
+                    tuple(range(n)),
+                    tuple(int(t[0]) for t in tasks),
+                    tuple(float(t[1]) for t in tasks),
+                    tuple(int(t[2]) for t in tasks),
+                    tuple(tuple((int(p), float(d)) for p, d in t[3]) for t in tasks),
+                    tuple(tuple(c) for c in children),
+                    tuple(tuple(None if x is None else float(x) for x in t[4]) for t in tasks),
                 ),
             )
-            self.state[wf_id] = [[0, None, None, None, None, None] for _ in tasks]
-        for wf_id, index, *rest in payload["upd"]:
-            self.state[wf_id][index] = rest
-        for wf_id in [w for w, tasks in self.state.items() if all(t[0] == 3 for t in tasks)]:
-            del self.state[wf_id], self.static[wf_id]
+            self.state[wf_id] = _State(n)
+            touched.add(wf_id)
+        done = STATUS_NAMES[3]
+        for wf_id, index, status, *rest in payload["upd"]:
+            state = self.state[wf_id]
+            columns = state.columns
+            name = STATUS_NAMES[status]
+            state.done += (name == done) - (columns[0][index] == done)
+            columns[0][index] = name
+            for column, value in zip(columns[1:], rest, strict=True):
+                column[index] = value
+            touched.add(wf_id)
+        # A workflow leaves the view once all of its tasks are done (only one the payload touched can have become so).
+        for wf_id in sorted(touched):
+            state = self.state[wf_id]
+            if state.done == len(state.columns[0]):
+                del self.state[wf_id], self.static[wf_id]
         self.vms = payload["vms"]
         self.candidates = [(int(w), int(i)) for w, i in payload["cand"]]
 
@@ -165,11 +188,7 @@ class ViewKeeper:
         """A new view of the truth (nothing in it is shared with the keeper but immutable tuples)."""
         workflows = {}
         for wf_id, static in self.static.items():
-            state = self.state[wf_id]
-            tasks = [
-                TaskView(wf_id, i, c, m, pr, parents, children, means, STATUS_NAMES[s[0]], *s[1:])
-                for i, ((c, m, pr, parents, children, means), s) in enumerate(zip(static.tasks, state, strict=True))
-            ]
+            tasks = list(map(TaskView, *static.columns, *self.state[wf_id].columns))
             workflows[wf_id] = WorkflowInfo(wf_id, static.family, static.arrival, tasks)
         cluster = self.cluster
         vms = [

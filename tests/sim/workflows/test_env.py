@@ -11,7 +11,7 @@ from layersched.sim.errors import PolicyError
 from layersched.sim.tracks.play import play_episode
 from layersched.sim.tracks.workflows_v1 import TRACK
 from layersched.sim.tracks.workflows_v1.dag import parse_dag
-from layersched.sim.tracks.workflows_v1.env import WorkflowEpisode
+from layersched.sim.tracks.workflows_v1.env import WorkflowEpisode, build_cluster, draw_workflows
 from layersched.sim.tracks.workflows_v1.families import FAMILIES, SIZES, draw_workflow
 from layersched.sim.tracks.workflows_v1.heft import heft
 from layersched.sim.tracks.workflows_v1.sandbox import WorkflowReplica, WorkflowSimulator, payload
@@ -223,3 +223,19 @@ def test_family_durations_follow_their_distributions():
     assert np.median(work["montecarlo"]) == pytest.approx(90.0, rel=0.05)
     assert np.median(work["ml"]) == pytest.approx(107.0, rel=0.05)
     assert np.median(work["etl"]) == pytest.approx(73.7, rel=0.05)
+
+
+@pytest.mark.parametrize("rate", [0.004, 0.0], ids=["poisson", "all-at-0"])
+def test_the_episode_draws_each_workflow_at_its_arrival_as_the_whole_draw_does(rate: float) -> None:
+    """The lazy draw (a workflow drawn when it arrives) is the stream ``draw_workflows`` draws all at once."""
+    scenario = WorkflowScenario(n_workflows=30, arrival_rate=rate)
+    whole = draw_workflows(scenario, build_cluster(scenario), random.Random(7))
+    episode = WorkflowEpisode(scenario, random.Random(7))
+    more = episode.first()
+    assert episode.arrived == (1 if rate else 30)
+    n_vms = len(episode.cluster.cores)
+    while more:
+        g = episode.candidates[0]
+        more = episode.apply(next(v for v in range(n_vms) if episode.allowed(g, v)))
+    assert episode.workflows == whole
+    assert episode.key == [(wf.id, i) for wf in whole for i in range(len(wf.tasks))]
