@@ -13,6 +13,9 @@ transcription of hongzimao/deeprm that the differential tests hold the track to.
   ``python benchmarks/deeprm_table.py``, which prints the same table from the transcription alone (its SJF, Packer
   and Tetris*, and Random drawing as ours does from the transcription's state), alternated.
 
+Times are CPU times (``time.process_time``; the table process's user and system time), so that the load of other
+work on the machine's cores falls out of the figures as far as it can; medians of alternated runs.
+
 Before timing, every episode's allocations (start and finish of every job), and so its slowdowns, must be the same
 on both sides, and the two processes must print the same table; the benchmark refuses to report figures otherwise.
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -43,8 +47,8 @@ from layersched.sim.tracks.play import play_episode
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# A job's (arrival, start, finish), in job id order: what both sides must agree on.
-Placements = list[tuple[int, int, int]]
+# A job's (arrival, length, start, finish), in job id order: what both sides must agree on (and so the slowdowns).
+Placements = list[tuple[int, int, int, int]]
 
 
 # ----------------------------------------------------------------------------- ours
@@ -67,7 +71,7 @@ def play_ours(scenario: JobsScenario, seed: int) -> tuple[int, Placements]:
     actions, _ = play_episode(simulator, TRACK.replica(scenario), TRACK.baseline("SJF"), workload, random.Random(seed))
     assert simulator.last is not None and simulator.last.env is not None
     env = simulator.last.env
-    return len(actions), [(job.arrival, env.start[job.id], env.finish[job.id]) for job in env.entered]
+    return len(actions), [(job.arrival, job.length, env.start[job.id], env.finish[job.id]) for job in env.entered]
 
 
 # ----------------------------------------------------------------------------- the transcription
@@ -76,7 +80,8 @@ def play_ours(scenario: JobsScenario, seed: int) -> tuple[int, Placements]:
 def reference_placements(env: ref.Env) -> Placements:
     """The reference's record in our times (its are one step later)."""
     record = env.job_record.record
-    return [(record[i].enter_time - 1, record[i].start_time - 1, record[i].finish_time - 1) for i in sorted(record)]
+    jobs = [record[i] for i in sorted(record)]
+    return [(job.enter_time - 1, int(job.len), job.start_time - 1, job.finish_time - 1) for job in jobs]
 
 
 def play_reference(scenario: JobsScenario, seed: int) -> ref.Env:
@@ -99,10 +104,10 @@ def check_episodes(scenario: JobsScenario, seeds: range) -> int:
 
 
 def episodes_seconds(play: Callable[[JobsScenario, int], object], scenario: JobsScenario, seeds: range) -> float:
-    start = time.perf_counter()
+    start = time.process_time()
     for seed in seeds:
         play(scenario, seed)
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 TABLE_COMMANDS = {
@@ -111,10 +116,16 @@ TABLE_COMMANDS = {
 }
 
 
+def children_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def table_output(command: list[str]) -> tuple[float, str]:
-    start = time.perf_counter()
+    """The process's CPU seconds (user and system) and its output."""
+    start = children_seconds()
     done = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
-    return time.perf_counter() - start, done.stdout
+    return children_seconds() - start, done.stdout
 
 
 def main() -> None:

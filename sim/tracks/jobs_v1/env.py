@@ -67,6 +67,8 @@ class JobsEnv:
         self._rows = [self._idle_row] * s.time_horizon
         self._packed: dict[int, int] = {}  # job id -> its demand, packed as a row
         self._units: dict[int, list[int]] = {}  # a packed row -> its units per resource (rows repeat)
+        # job id -> its earliest offset on the present rows (asked by decision_open, the reply's check and place)
+        self._offsets: dict[int, int | None] = {}
         self.time = 0
         self.slots: list[Job | None] = [None] * s.num_nw
         self.backlog: deque[Job] = deque()
@@ -143,6 +145,7 @@ class JobsEnv:
         need, rows = self._packed[job.id], self._rows
         for t in range(offset, offset + job.length):
             rows[t] -= need  # it fits: no field borrows from the next
+        self._offsets.clear()
         self.start[job.id] = self.time + offset
         self.finish[job.id] = self.time + offset + job.length
         self.running.append(job)
@@ -155,6 +158,7 @@ class JobsEnv:
         self.time += 1
         del self._rows[0]
         self._rows.append(self._idle_row)
+        self._offsets.clear()
         self.running = [job for job in self.running if self.finish[job.id] > self.time]
         if self.since_new_job < s.max_track_since_new:
             self.since_new_job += 1
@@ -181,6 +185,11 @@ class JobsEnv:
 
     def _offset(self, job: Job) -> int | None:
         """The earliest offset at which ``job`` fits for its whole length (``earliest_offset`` on packed rows)."""
+        if job.id not in self._offsets:
+            self._offsets[job.id] = self._search(job)
+        return self._offsets[job.id]
+
+    def _search(self, job: Job) -> int | None:
         need, guards, length = self._packed[job.id], self._guards, job.length
         # first_run, inlined: on this path (every slot, every step) its generator took 1.6x the time of the loop.
         run = 0
