@@ -21,7 +21,7 @@ machine, a job waiting) is refused: every episode ends, whatever the policy does
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -29,12 +29,21 @@ from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
 from layersched.sim.tracks.jobs_v1.workload import Job
 
 
-def earliest_offset(free: np.ndarray, length: int, demand: Sequence[int], horizon: int) -> int | None:
-    """The first offset in ``0..horizon - length`` at which ``demand`` fits in ``free`` for ``length`` steps."""
-    need = np.asarray(demand)
-    for offset in range(horizon - length + 1):
-        if (free[offset : offset + length] >= need).all():
-            return offset
+def earliest_offset(free: Sequence[Sequence[int]], length: int, demand: Sequence[int], horizon: int) -> int | None:
+    """The first offset in ``0..horizon - length`` at which ``demand`` fits in ``free`` (its rows, one per step of
+    the horizon) for ``length`` steps."""
+    fits = (all(units >= need for units, need in zip(row, demand, strict=True)) for row in free[:horizon])
+    return first_run(fits, length)
+
+
+def first_run(fits: Iterable[bool], length: int) -> int | None:
+    """Where the first ``length`` consecutive true values of ``fits`` (a job fits at each step) begin, if any: a job
+    that fits at steps ``o..o + length - 1`` fits at offset ``o`` for its whole length."""
+    run = 0
+    for t, fit in enumerate(fits):
+        run = run + 1 if fit else 0
+        if run == length:
+            return t - length + 1
     return None
 
 
@@ -48,8 +57,19 @@ class JobsEnv:
         self._arrivals: dict[int, list[Job]] = {}
         for job in self.jobs:
             self._arrivals.setdefault(job.arrival, []).append(job)
+        # The machine's free units, one int per step of the horizon holding every resource's count in a field of
+        # ``_bits + 1`` bits, its top bit a guard: a fit test on a step is one subtraction (see ``_offset``). Numpy on
+        # rows of two units cost more in calls than the search itself (issue 19's benchmark, bench_jobs.py).
+        self._bits = max([s.res_slot, *(need for job in self.jobs for need in job.demand)]).bit_length()
+        self._shifts = [r * (self._bits + 1) for r in range(s.num_res)]
+        self._guards = sum(1 << (shift + self._bits) for shift in self._shifts)
+        self._idle_row = self._pack([s.res_slot] * s.num_res)
+        self._rows = [self._idle_row] * s.time_horizon
+        self._packed: dict[int, int] = {}  # job id -> its demand, packed as a row
+        self._units: dict[int, list[int]] = {}  # a packed row -> its units per resource (rows repeat)
+        # job id -> its earliest offset on the present rows (asked by decision_open, the reply's check and place)
+        self._offsets: dict[int, int | None] = {}
         self.time = 0
-        self.free = np.full((s.time_horizon, s.num_res), s.res_slot, dtype=np.int64)
         self.slots: list[Job | None] = [None] * s.num_nw
         self.backlog: deque[Job] = deque()
         self.running: list[Job] = []  # placed (running or reserved), not finished
@@ -60,6 +80,23 @@ class JobsEnv:
         self.since_new_job = 0
         self.rewards: list[float] = []  # one per time step
         self._arrive()
+
+    @property
+    def free(self) -> np.ndarray:
+        """``free[t, r]``: units of resource ``r`` free ``t`` steps from now (a new array: writing to it changes
+        nothing)."""
+        s = self.scenario
+        return np.array(self.free_units(), dtype=np.int64).reshape(s.time_horizon, s.num_res)
+
+    def free_units(self) -> list[int]:
+        """``free`` flattened, step by step (the payload's layout)."""
+        units = self._units
+        out: list[int] = []
+        for row in self._rows:
+            if row not in units:
+                units[row] = [(row >> shift) & ((1 << self._bits) - 1) for shift in self._shifts]
+            out += units[row]
+        return out
 
     # -- what a decision may do --
 
@@ -105,7 +142,10 @@ class JobsEnv:
         offset = self._offset(job)
         if offset is None:
             return False
-        self.free[offset : offset + job.length] -= np.asarray(job.demand)
+        need, rows = self._packed[job.id], self._rows
+        for t in range(offset, offset + job.length):
+            rows[t] -= need  # it fits: no field borrows from the next
+        self._offsets.clear()
         self.start[job.id] = self.time + offset
         self.finish[job.id] = self.time + offset + job.length
         self.running.append(job)
@@ -116,8 +156,9 @@ class JobsEnv:
         """One time step; returns (and records) its reward."""
         s = self.scenario
         self.time += 1
-        self.free[:-1] = self.free[1:]
-        self.free[-1] = s.res_slot
+        del self._rows[0]
+        self._rows.append(self._idle_row)
+        self._offsets.clear()
         self.running = [job for job in self.running if self.finish[job.id] > self.time]
         if self.since_new_job < s.max_track_since_new:
             self.since_new_job += 1
@@ -129,6 +170,7 @@ class JobsEnv:
     def _arrive(self) -> None:
         for job in self._arrivals.get(self.time, ()):
             self.since_new_job = 0  # as the reference, for a dropped arrival too
+            self._packed[job.id] = self._pack(job.demand)
             if None in self.slots:
                 self.slots[self.slots.index(None)] = job
                 self.entered.append(job)
@@ -138,8 +180,25 @@ class JobsEnv:
             else:
                 self.dropped.append(job)
 
+    def _pack(self, units: Sequence[int]) -> int:
+        return sum(n << shift for n, shift in zip(units, self._shifts, strict=True))
+
     def _offset(self, job: Job) -> int | None:
-        return earliest_offset(self.free, job.length, job.demand, self.scenario.time_horizon)
+        """The earliest offset at which ``job`` fits for its whole length (``earliest_offset`` on packed rows)."""
+        if job.id not in self._offsets:
+            self._offsets[job.id] = self._search(job)
+        return self._offsets[job.id]
+
+    def _search(self, job: Job) -> int | None:
+        need, guards, length = self._packed[job.id], self._guards, job.length
+        # first_run, inlined: on this path (every slot, every step) its generator took 1.6x the time of the loop.
+        run = 0
+        for t, row in enumerate(self._rows):
+            # Each field is free + 2**bits - need >= 0 (need <= 2**bits): its guard bit stays set iff free >= need.
+            run = run + 1 if ((row | guards) - need) & guards == guards else 0
+            if run == length:
+                return t - length + 1
+        return None
 
     def _in_system(self) -> list[Job]:
         return [*self.running, *(job for job in self.slots if job is not None), *self.backlog]

@@ -12,7 +12,6 @@ A void is refused when void is not allowed (``JobsEnv.void_allowed``).
 
 from __future__ import annotations
 
-import copy
 import random
 from collections.abc import Callable
 from typing import Any
@@ -122,8 +121,10 @@ class JobsReplica:
 
     def decide(self, policy: Policy, payload: Any, step: int, rng: random.Random) -> object:
         # The view's own copy of the scenario: a policy that forces a write into it (it is frozen) changes nothing
-        # that the next decision's view is built from.
-        reply = policy(JobsView(copy.copy(self.scenario), payload), rng)
+        # that the next decision's view is built from. (copy.copy's result, without its generic protocol's cost.)
+        scenario = object.__new__(type(self.scenario))
+        scenario.__dict__.update(self.scenario.__dict__)
+        reply = policy(JobsView(scenario, payload), rng)
         # None is void: sent as the void's integer, since the wire carries integer actions only.
         return self.scenario.void if reply is None else reply
 

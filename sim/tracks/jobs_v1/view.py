@@ -12,6 +12,7 @@ nor of the workload's seed. Because each decision's view is new, a policy may wr
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -35,7 +36,7 @@ class VisibleJob:
 def payload(env: JobsEnv) -> tuple[int, ...]:
     """The decision payload of ``env``'s present state (layout in the module docstring)."""
     s = env.scenario
-    out = [env.time, env.since_new_job, len(env.backlog), *env.free.ravel().tolist()]
+    out = [env.time, env.since_new_job, len(env.backlog), *env.free_units()]
     for job in env.slots:
         if job is None:
             out.extend([0] * (2 + s.num_res))
@@ -55,15 +56,18 @@ class JobsView:
         s = self.scenario = scenario
         if len(values) != payload_size(s):
             raise ValueError(f"a jobs-v1 payload has {payload_size(s)} numbers for this scenario, got {len(values)}")
-        self.time, self.since_new_job, self.backlog = (int(v) for v in values[:_HEAD])
+        self.time, self.since_new_job, self.backlog = map(int, values[:_HEAD])
         cut = _HEAD + s.time_horizon * s.num_res
         # free[t, r]: units of resource r free t steps from now (row 0 is the current step).
         self.free = np.array(values[_HEAD:cut], dtype=np.int64).reshape(s.time_horizon, s.num_res)
         width = 2 + s.num_res
         slots: list[VisibleJob | None] = []
-        for i in range(s.num_nw):
-            length, arrival, *demand = (int(v) for v in values[cut + i * width : cut + (i + 1) * width])
-            slots.append(VisibleJob(length, arrival, tuple(demand)) if length else None)
+        for start in range(cut, cut + s.num_nw * width, width):
+            if values[start]:
+                length, arrival, *demand = map(int, values[start : start + width])
+                slots.append(VisibleJob(length, arrival, tuple(demand)))
+            else:
+                slots.append(None)
         self.slots = slots
 
     @property
@@ -79,14 +83,18 @@ class JobsView:
     def fits_now(self, slot: int) -> bool:
         """Whether the job of ``slot`` fits from the current step for its whole length (what the baselines ask)."""
         job = self.slots[slot]
-        return job is not None and bool((self.free[: job.length] >= np.asarray(job.demand)).all())
+        if job is None:
+            return False
+        # On a list of the rows' units against the demand repeated per row: numpy's comparison and all() on a few
+        # units cost more in calls than the test itself.
+        return all(map(operator.ge, self.free[: job.length].ravel().tolist(), job.demand * job.length))
 
     def start_offset(self, slot: int) -> int | None:
         """The offset from now at which the job of ``slot`` would start if placed (None: empty, or fits nowhere)."""
         job = self.slots[slot]
         if job is None:
             return None
-        return earliest_offset(self.free, job.length, job.demand, self.scenario.time_horizon)
+        return earliest_offset(self.free.tolist(), job.length, job.demand, self.scenario.time_horizon)
 
     def void_allowed(self) -> bool:
         """False only when a void would wait for nothing (no arrival ahead, nothing running): it is refused then."""
