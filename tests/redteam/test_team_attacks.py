@@ -18,7 +18,8 @@ from layersched.server import storage
 from layersched.server.config import Settings
 from layersched.server.models import Submission
 
-from ..server.conftest import Account, run_evaluation, submit
+from ..server import stand_in_track
+from ..server.conftest import Account, register_stand_in_set, run_evaluation, submit
 
 
 @pytest.fixture
@@ -122,6 +123,16 @@ def test_a_user_cannot_be_named_like_an_existing_team(client: Any, alice: Accoun
     assert create(client, alice, "ants").status_code == 201
     with pytest.raises(Exception):  # noqa: B017 - any refusal will do
         make_account("ants")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="create_team checks users' and teams' names, not baselines': a team can be named like the set's "
+    "reference baseline, whose row the board's scoring note calls 1.0 (low: the page shows a badge and members)",
+)
+def test_a_team_cannot_be_named_like_a_baseline(client: Any, alice: Account, db: Session) -> None:
+    register_stand_in_set(db)
+    assert create(client, alice, stand_in_track.REFERENCE).status_code == 409
 
 
 # ------------------------------------------------------------------------------------------------ defended
