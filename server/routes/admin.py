@@ -8,6 +8,7 @@ from fastapi import Path as PathParam
 from layersched.server import leaderboard, presenters, queue, storage
 from layersched.server.deps import EnqueuerDep, Organiser, PageDep, RowId, SessionDep, SettingsDep
 from layersched.server.models import LeaderboardState, Phase, utcnow
+from layersched.server.routes.teams import team_limits
 from layersched.server.schemas import (
     NO_NUL,
     AuditLogList,
@@ -187,7 +188,13 @@ def assign_member(
 ) -> TeamPublic:
     user = storage.get_user_by_name(session=session, name=body.user)
     team = storage.assign_member(
-        session=session, team_name=name, user=user, actor=actor, max_size=settings.team_max_size, now=utcnow()
+        session=session,
+        team_name=name,
+        user=user,
+        actor=actor,
+        max_size=settings.team_max_size,
+        limits=team_limits(settings),
+        now=utcnow(),
     )
     return presenters.team_public(team, max_size=settings.team_max_size)
 

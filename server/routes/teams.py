@@ -6,12 +6,22 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from layersched.server import presenters, storage
+from layersched.server.config import Settings
 from layersched.server.deps import CurrentUser, SessionDep, SettingsDep
 from layersched.server.errors import NotFound
 from layersched.server.models import utcnow
 from layersched.server.schemas import InviteCreated, TeamCreate, TeamJoin, TeamPublic, TeamsPublic
 
 router = APIRouter(prefix="/teams", tags=["teams"])
+
+
+def team_limits(settings: Settings) -> storage.Limits:
+    """What a join must not take a team past: one competitor's quota, in-flight allowance and final selection."""
+    return storage.Limits(
+        daily_quota=settings.daily_quota,
+        max_in_flight=settings.max_in_flight,
+        final_submissions=settings.final_submissions,
+    )
 
 
 @router.get("", response_model=TeamsPublic)
@@ -58,7 +68,7 @@ def join_team(session: SessionDep, settings: SettingsDep, user: CurrentUser, bod
         user=user,
         code=body.code,
         max_size=settings.team_max_size,
-        daily_quota=settings.daily_quota,
+        limits=team_limits(settings),
         deadline=settings.team_merge_deadline,
         now=utcnow(),
     )

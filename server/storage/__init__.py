@@ -92,6 +92,7 @@ from layersched.server.storage.submissions import (
 )
 from layersched.server.storage.teams import (
     INVITE_PREFIX,
+    Limits,
     assign_member,
     create_invite,
     create_team,
@@ -109,6 +110,7 @@ __all__ = [
     "TOKEN_PREFIX",
     "Competitor",
     "Conflict",  # the errors these functions raise, for callers that catch them",
+    "Limits",
     "NotFound",
     "PhaseChanges",
     "ScoredEntry",

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from layersched.server.errors import Conflict, NotFound
 from layersched.server.models import ApiToken, User, utcnow
 from layersched.server.storage.audit import add_log_entry
+from layersched.server.storage.names import name_conflict
 
 TOKEN_PREFIX = "lst"
 
@@ -28,6 +29,9 @@ def create_user(
     if taken is not None:
         field = "name" if taken.name == name else "email"
         raise Conflict(f"a user with {field} {name if field == 'name' else email!r} already exists")
+    conflict = name_conflict(session=session, name=name)
+    if conflict is not None:
+        raise Conflict(conflict)
     user = User(name=name, email=email, role=role)
     session.add(user)
     try:

@@ -20,17 +20,19 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import secrets
+from dataclasses import dataclass
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
 from layersched.server.errors import Conflict, Forbidden, NotFound
-from layersched.server.models import Phase, Team, TeamInvite, TeamMember, User
+from layersched.server.models import Phase, Submission, Team, TeamInvite, TeamMember, User
 from layersched.server.storage.audit import add_log_entry
 from layersched.server.storage.members import lock_competitor, lock_row, team_of
+from layersched.server.storage.names import name_conflict
 from layersched.server.storage.phases import is_open
-from layersched.server.storage.quota import count_owned_today, phase_quota
+from layersched.server.storage.quota import count_in_flight, count_owned_today, phase_quota
 
 INVITE_PREFIX = "lsi"
 
@@ -100,11 +102,9 @@ def create_team(
             raise Conflict(
                 f"{founder.name} is already in team {current.name!r}: a participant is in one team; leave it first"
             )
-    if session.scalar(select(Team.id).where(Team.name == name)) is not None:
-        raise Conflict(f"a team named {name!r} already exists")
-    user_named = session.scalar(select(User).where(User.name == name))
-    if user_named is not None and (founder is None or user_named.id != founder.id):
-        raise Conflict(f"{name!r} is the name of a participant: the leaderboard could not tell the two apart")
+    conflict = name_conflict(session=session, name=name, owner=founder)
+    if conflict is not None:
+        raise Conflict(conflict)
     team = Team(name=name, created_by_id=actor.id, created_at=now)
     session.add(team)
     try:
@@ -149,20 +149,49 @@ def _check_seat(session: Session, team: Team, max_size: int) -> None:
         raise Conflict(f"team {team.name!r} is full: it has {members} members, the most a team may have")
 
 
-def _check_merged_quota(session: Session, *, team: Team, joiner: User, daily_quota: int, now: dt.datetime) -> None:
-    """Refuse a join after which the team would have made more submissions today to an open phase than its quota
-    allows (Kaggle: a merged team's past submissions count against its quota)."""
+@dataclass(frozen=True)
+class Limits:
+    """What one competitor may hold, which a join must not take a team past (the Settings of the same names)."""
+
+    daily_quota: int
+    max_in_flight: int
+    final_submissions: int
+
+
+def _check_merged_limits(session: Session, *, team: Team, joiner: User, limits: Limits, now: dt.datetime) -> None:
+    """Refuse a join after which the team would hold more than one competitor may: submissions today to an open
+    phase over its quota (Kaggle: a merged team's past submissions count against its quota), evaluations in flight
+    over the allowance, or submissions selected for a phase's final ranking over the limit."""
     owners = [*(m.user_id for m in team.members), joiner.id]
     for phase in session.scalars(select(Phase).order_by(Phase.id)):
         if not is_open(phase, now):
             continue
         used = count_owned_today(session=session, owner_ids=owners, phase=phase, now=now)
-        quota = phase_quota(phase, daily_quota)
+        quota = phase_quota(phase, limits.daily_quota)
         if used > quota:
             raise Conflict(
                 f"joining team {team.name!r} would give it {used} submissions to phase {phase.name!r} today, over "
                 f"its daily quota of {quota} (a joiner's submissions count against the team's quota); join after "
                 "00:00 UTC"
+            )
+    in_flight = count_in_flight(session=session, owner_ids=owners)
+    if in_flight > limits.max_in_flight:
+        raise Conflict(
+            f"joining team {team.name!r} would give it {in_flight} evaluations queued or running, over the most of "
+            f"{limits.max_in_flight}; join once some have finished"
+        )
+    selected = session.execute(
+        select(Phase.name, func.count(Submission.id))
+        .join(Submission, Submission.phase_id == Phase.id)
+        .where(Submission.owner_id.in_(owners), Submission.selected.is_(True))
+        .group_by(Phase.name)
+        .order_by(Phase.name)
+    )
+    for phase_name, count in selected:
+        if count > limits.final_submissions:
+            raise Conflict(
+                f"joining team {team.name!r} would give it {count} submissions selected for the final ranking of "
+                f"phase {phase_name!r}, over the most of {limits.final_submissions}; unselect some first"
             )
 
 
@@ -172,7 +201,7 @@ def join_team(
     user: User,
     code: str,
     max_size: int,
-    daily_quota: int,
+    limits: Limits,
     deadline: dt.datetime | None,
     now: dt.datetime,
 ) -> Team:
@@ -203,8 +232,12 @@ def join_team(
         raise Conflict(
             f"this invite code expired at {_utc(invite.expires_at)}; ask a member of team {team.name!r} for a new one"
         )
+    if invite.created_by_id not in {m.user_id for m in team.members}:  # an invite is its maker's, while a member
+        raise Conflict(
+            f"this invite code was made by someone no longer in team {team.name!r}; ask a member for a new one"
+        )
     _check_seat(session, team, max_size)
-    _check_merged_quota(session, team=team, joiner=user, daily_quota=daily_quota, now=now)
+    _check_merged_limits(session, team=team, joiner=user, limits=limits, now=now)
     invite.used_at, invite.used_by_id = now, user.id
     session.add(TeamMember(team_id=team.id, user_id=user.id, joined_at=now))
     try:
@@ -234,9 +267,10 @@ def leave_team(*, session: Session, user: User, deadline: dt.datetime | None, no
 
 
 def assign_member(
-    *, session: Session, team_name: str, user: User, actor: User, max_size: int, now: dt.datetime
+    *, session: Session, team_name: str, user: User, actor: User, max_size: int, limits: Limits, now: dt.datetime
 ) -> Team:
-    """An organiser puts ``user`` into the team (whatever the deadline; the size and one-team rules hold)."""
+    """An organiser puts ``user`` into the team (whatever the deadline; the size, one-team and merged-limit rules
+    hold)."""
     _check_participant(user)
     team = get_team(session=session, name=team_name)
     lock_row(session, User, user.id)
@@ -245,6 +279,7 @@ def assign_member(
         raise Conflict(f"{user.name} is in team {current.name!r}: remove them from it first")
     lock_row(session, Team, team.id)
     _check_seat(session, team, max_size)
+    _check_merged_limits(session, team=team, joiner=user, limits=limits, now=now)
     session.add(TeamMember(team_id=team.id, user_id=user.id, joined_at=now))
     try:
         session.flush()

@@ -1,9 +1,10 @@
 """Red team of teams (issue 18 items 3-4): membership changes against the quota, the in-flight allowance, the final
 selection, name uniqueness and who reads a team's submissions.
 
-Each weakness found is a test that asserts the safe behaviour and is marked ``xfail(strict=True)``: it fails while
-the weakness exists (so the branch stays green) and turns into an unexpected pass, which fails the run, once fixed.
-Attacks that the code defends are plain tests, to keep them defended.
+The red team found five weaknesses, each first a strict xfail test asserting the safe behaviour; all five are fixed
+(a join is checked against every limit one competitor has, an invite is its maker's while they are a member, and
+users, teams and baselines share one namespace of names: ``storage.names``) and their tests are plain ones, as are
+the attacks the code defended from the start.
 """
 
 from __future__ import annotations
@@ -58,11 +59,6 @@ def scored(client: Any, db: Session, account: Account) -> int:
 # ------------------------------------------------------------------------------------------------ weaknesses
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="join_team checks the daily quota only, not the final selection: two participants who each selected "
-    "final_submissions alone then join, and the team holds twice the limit in the final ranking",
-)
 def test_join_cannot_put_a_team_over_the_final_selection_limit(
     client: Any, alice: Account, bob: Account, settings: Settings, db: Session
 ) -> None:
@@ -73,19 +69,19 @@ def test_join_cannot_put_a_team_over_the_final_selection_limit(
             assert client.post(f"/api/v1/submissions/{sid}/select", headers=account.headers).status_code == 200
     assert create(client, alice, "ants").status_code == 201
     joined = join(client, bob, invite(client, alice))
+    assert (joined.status_code, joined.json()["error"]["message"]) == (
+        409,
+        f"joining team 'ants' would give it {2 * limit} submissions selected for the final ranking of phase 'main', "
+        f"over the most of {limit}; unselect some first",
+    )
     db.expire_all()
     owners = storage.member_ids(session=db, user_id=alice.user.id)
     selected = db.scalar(
         select(func.count(Submission.id)).where(Submission.owner_id.in_(owners), Submission.selected.is_(True))
     )
-    assert joined.status_code == 409 or selected <= limit, (joined.status_code, selected)
+    assert (owners, selected) == ([alice.user.id], limit)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="join_team does not check the in-flight allowance: a joiner's queued evaluations are added to the "
-    "team's, which then has more in flight than max_in_flight",
-)
 def test_join_cannot_put_a_team_over_the_in_flight_allowance(
     client: Any, alice: Account, bob: Account, settings: Settings, db: Session
 ) -> None:
@@ -94,16 +90,16 @@ def test_join_cannot_put_a_team_over_the_in_flight_allowance(
             assert submit(client, account, name=f"q{i}").status_code == 201
     assert create(client, alice, "ants").status_code == 201
     joined = join(client, bob, invite(client, alice))
+    most = settings.max_in_flight
+    assert (joined.status_code, joined.json()["error"]["message"]) == (
+        409,
+        f"joining team 'ants' would give it {2 * most} evaluations queued or running, over the most of {most}; join "
+        "once some have finished",
+    )
     db.expire_all()
-    in_flight = storage.count_in_flight(session=db, user_id=alice.user.id)
-    assert joined.status_code == 409 or in_flight <= settings.max_in_flight, (joined.status_code, in_flight)
+    assert storage.count_in_flight(session=db, user_id=alice.user.id) == most
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an invite outlives its maker's membership: a member who left (or was removed) still holds codes that "
-    "add people to a team they are no longer in",
-)
 def test_an_invite_made_by_a_member_who_left_no_longer_admits(
     client: Any, alice: Account, bob: Account, carol: Account
 ) -> None:
@@ -111,28 +107,29 @@ def test_an_invite_made_by_a_member_who_left_no_longer_admits(
     assert join(client, bob, invite(client, alice)).status_code == 200
     code = invite(client, bob)
     assert client.post("/api/v1/teams/mine/leave", headers=bob.headers).status_code == 200
-    assert join(client, carol, code).status_code != 200
+    refused = join(client, carol, code)
+    assert (refused.status_code, refused.json()["error"]["message"]) == (
+        409,
+        "this invite code was made by someone no longer in team 'ants'; ask a member for a new one",
+    )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="create_team refuses a user's name, but create_user does not refuse a team's: a participant registered "
-    "after team 'ants' exists is called 'ants' too, and the boards cannot tell the two rows apart",
-)
 def test_a_user_cannot_be_named_like_an_existing_team(client: Any, alice: Account, make_account: Any) -> None:
     assert create(client, alice, "ants").status_code == 201
-    with pytest.raises(Exception):  # noqa: B017 - any refusal will do
+    with pytest.raises(storage.Conflict, match=r"^a team named 'ants' already exists$"):
         make_account("ants")
+    with pytest.raises(storage.Conflict, match=r"^a team named 'ANTS' already exists$"):  # nor in other letters
+        make_account("ANTS")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="create_team checks users' and teams' names, not baselines': a team can be named like the set's "
-    "reference baseline, whose row the board's scoring note calls 1.0 (low: the page shows a badge and members)",
-)
 def test_a_team_cannot_be_named_like_a_baseline(client: Any, alice: Account, db: Session) -> None:
     register_stand_in_set(db)
-    assert create(client, alice, stand_in_track.REFERENCE).status_code == 409
+    refused = create(client, alice, stand_in_track.REFERENCE.lower())
+    assert (refused.status_code, refused.json()["error"]["message"]) == (
+        409,
+        f"'{stand_in_track.REFERENCE.lower()}' is the name of a baseline: the leaderboard could not tell the two apart",
+    )
+    assert create(client, alice, "Greedy").status_code == 409  # a built-in track's baseline, scored here or not
 
 
 # ------------------------------------------------------------------------------------------------ defended

@@ -66,6 +66,7 @@ def test_me(client: Any, alice: Account) -> None:
         "role": "participant",
         "submissions_today": 0,
         "daily_quota": 3,
+        "team": None,  # competes alone
     }
 
 

@@ -151,7 +151,8 @@ def test_refusals_when_joining_change_nothing(
     status, _, message = error(join(client, carol, code))
     assert (status, message.split(" at ")[0]) == (409, "this invite code was used already, by bob")
     # Full: ants has two members, the most (the fixture's settings).
-    assert error(join(client, carol, invite(client, alice))) == (
+    full_code = invite(client, alice)
+    assert error(join(client, carol, full_code)) == (
         409,
         "conflict",
         "team 'ants' is full: it has 2 members, the most a team may have",
@@ -164,11 +165,17 @@ def test_refusals_when_joining_change_nothing(
         "conflict",
         "carol is in team 'cats': a participant is in one team; leave it first (layersched team leave)",
     )
-    # Nothing of the refusals stuck: ants is alice and bob, cats is carol, bob's code is unused and still works.
+    # Nothing of the refusals stuck: ants is alice and bob, cats is carol, the refused codes are unused and work
+    # once there is a seat (an invite is its maker's while they are a member: bob's goes with him).
     assert members(client, alice) == ["alice", "bob"] and members(client, carol) == ["carol"]
     assert client.post("/api/v1/teams/mine/leave", headers=bob.headers).status_code == 200
     dave = make_account("dave")
-    assert join(client, dave, bob_code).status_code == 200
+    assert error(join(client, dave, bob_code)) == (
+        409,
+        "conflict",
+        "this invite code was made by someone no longer in team 'ants'; ask a member for a new one",
+    )
+    assert join(client, dave, full_code).status_code == 200
     assert members(client, alice) == ["alice", "dave"]
 
 
@@ -374,7 +381,7 @@ def test_a_team_shares_one_final_selection(client: Any, alice: Account, bob: Acc
 # ---------------------------------------------------------------------------------------------- racing for seats
 
 
-def test_joins_racing_for_the_last_seat_seat_one(
+def test_joins_racing_for_the_last_seat_give_it_to_one(
     client: Any, alice: Account, make_account: Any, settings: Settings
 ) -> None:
     """Eight participants, each with their own code, join a team with one seat left, all at once: exactly one gets
