@@ -8,14 +8,19 @@ resource and one ``randint`` per resource. So ``{ seed = N }`` is the reference'
 Any other generator (a keyed, hidden episode's ``KeyedRandom``) seeds the ``RandomState`` with ``SEED_WORDS``
 32-bit words drawn from it: 256 bits, so the key's entropy is kept, and nothing of the Mersenne Twister's outputs
 reveals the key. (A plain ``random.Random(N)`` is such an "other" generator: it gives another workload than seed N.)
+
+The ``RandomState`` here is numpy's legacy generator in pure Python, so drawing a workload needs no numpy: its
+Mersenne Twister is Python's own (``random.Random``), given the state numpy's seeding sets; ``rand()`` is
+``random()`` (both take 53 bits from two words), and ``randint`` is numpy's legacy masked rejection.
+tests/sim/test_jobs_workload_rng.py pins its draws to ``numpy.random.RandomState``'s.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import Protocol
 
 from layersched.sim.episodes import SeededRandom
 from layersched.sim.tracks.jobs_v1.scenario import SMALL_JOB_CHANCE, JobsScenario
@@ -33,18 +38,101 @@ class Job:
     demand: tuple[int, ...]
 
 
-def workload_state(workload: random.Random) -> np.random.RandomState:
+_MASK32 = 0xFFFFFFFF
+_N = 624
+
+
+def _init_genrand(seed: int) -> list[int]:
+    mt = [seed & _MASK32]
+    for i in range(1, _N):
+        prev = mt[-1]
+        mt.append((1812433253 * (prev ^ (prev >> 30)) + i) & _MASK32)
+    return mt
+
+
+def _init_by_array(key: Sequence[int]) -> list[int]:
+    mt = _init_genrand(19650218)
+    i, j = 1, 0
+    for _ in range(max(_N, len(key))):
+        prev = mt[i - 1]
+        mt[i] = ((mt[i] ^ ((prev ^ (prev >> 30)) * 1664525)) + key[j] + j) & _MASK32
+        i, j = i + 1, j + 1
+        if i >= _N:
+            mt[0], i = mt[_N - 1], 1
+        if j >= len(key):
+            j = 0
+    for _ in range(_N - 1):
+        prev = mt[i - 1]
+        mt[i] = ((mt[i] ^ ((prev ^ (prev >> 30)) * 1566083941)) - i) & _MASK32
+        i += 1
+        if i >= _N:
+            mt[0], i = mt[_N - 1], 1
+    mt[0] = 0x80000000  # MSB is 1, assuring a non-zero initial state
+    return mt
+
+
+class RandomState:
+    """``numpy.random.RandomState(seed)``'s ``rand()`` and ``randint(low, high)``, without numpy.
+
+    ``seed`` is an int in [0, 2**32) (numpy's ``init_genrand``) or a non-empty sequence of 32-bit words
+    (``init_by_array``), as numpy's legacy seeding takes them.
+    """
+
+    __slots__ = ("_mt",)
+
+    def __init__(self, seed: int | Sequence[int]) -> None:
+        if isinstance(seed, int):
+            if not 0 <= seed <= _MASK32:
+                raise ValueError(f"Seed must be between 0 and 2**32 - 1, not {seed}")
+            words = _init_genrand(seed)
+        else:
+            if not seed or any(not 0 <= word <= _MASK32 for word in seed):
+                raise ValueError(f"Seed words must be a non-empty sequence in [0, 2**32), not {seed!r}")
+            words = _init_by_array(seed)
+        self._mt = random.Random()
+        self._mt.setstate((3, (*words, _N), None))
+
+    def rand(self) -> float:
+        """A float in [0, 1), as numpy's ``rand()`` (genrand_res53, which is also Python's ``random()``)."""
+        return self._mt.random()
+
+    def randint(self, low: int, high: int) -> int:
+        """An int in [low, high), as numpy's legacy ``randint``: masked rejection over 32-bit words."""
+        span = high - 1 - low
+        if span <= 0:
+            if span < 0:
+                raise ValueError(f"low >= high: {low} >= {high}")
+            return low
+        if span > _MASK32:
+            raise ValueError(f"range wider than 2**32 (numpy draws 64-bit words then): {low}, {high}")
+        mask = (1 << span.bit_length()) - 1
+        draw = self._mt.getrandbits
+        value = draw(32) & mask
+        while value > span:
+            value = draw(32) & mask
+        return low + value
+
+
+class LegacyDraws(Protocol):
+    """What ``draw_jobs`` calls: this module's ``RandomState`` or numpy's."""
+
+    def rand(self) -> float: ...
+
+    def randint(self, low: int, high: int) -> int: ...
+
+
+def workload_state(workload: random.Random) -> RandomState:
     """The legacy numpy generator an episode's jobs are drawn from (see the module docstring)."""
     if isinstance(workload, SeededRandom) and workload.origin is not None:
         seed = workload.origin
         if 0 <= seed < 1 << 32:
-            return np.random.RandomState(seed)  # what the reference's np.random.seed(seed) sets
+            return RandomState(seed)  # what the reference's np.random.seed(seed) sets
         # Beyond numpy's seed range (the reference cannot take such a seed): its 32-bit words, low first.
-        return np.random.RandomState([(seed >> (32 * i)) & 0xFFFFFFFF for i in range((seed.bit_length() + 31) // 32)])
-    return np.random.RandomState([workload.getrandbits(32) for _ in range(SEED_WORDS)])
+        return RandomState([(seed >> (32 * i)) & 0xFFFFFFFF for i in range((seed.bit_length() + 31) // 32)])
+    return RandomState([workload.getrandbits(32) for _ in range(SEED_WORDS)])
 
 
-def draw_jobs(scenario: JobsScenario, state: np.random.RandomState) -> list[Job]:
+def draw_jobs(scenario: JobsScenario, state: LegacyDraws) -> list[Job]:
     """The jobs of one episode, in arrival order (at most one per step, as the reference)."""
     s = scenario
     jobs: list[Job] = []
