@@ -21,6 +21,7 @@ from layersched.server.models import Submission
 
 from ..server import stand_in_track
 from ..server.conftest import Account, register_stand_in_set, run_evaluation, submit
+from ..server.test_api_teams import create, invite, join
 
 
 @pytest.fixture
@@ -31,21 +32,6 @@ def settings(settings: Settings) -> Settings:
 @pytest.fixture
 def carol(make_account: Any, evalset: Any) -> Account:
     return make_account("carol")
-
-
-def create(client: Any, account: Account, name: str) -> Any:
-    return client.post("/api/v1/teams", headers=account.headers, json={"name": name})
-
-
-def invite(client: Any, account: Account) -> str:
-    response = client.post("/api/v1/teams/mine/invites", headers=account.headers)
-    assert response.status_code == 201, response.text
-    code: str = response.json()["code"]
-    return code
-
-
-def join(client: Any, account: Account, code: str) -> Any:
-    return client.post("/api/v1/teams/join", headers=account.headers, json={"code": code})
 
 
 def scored(client: Any, db: Session, account: Account) -> int:
