@@ -46,20 +46,24 @@ def count_submissions_today(
     return count_owned_today(session=session, owner_ids=owners, phase=phase, now=now)
 
 
-def count_in_flight(*, session: Session, user_id: int | None = None, owner_ids: Collection[int] = ()) -> int:
-    """The queued or running initial evaluations of the user's competitor (organisers' reruns and audits do not
-    count): a team shares one allowance of the workers, as it shares one quota. ``owner_ids`` instead of
-    ``user_id``: of these users' submissions."""
-    owners = list(owner_ids) if user_id is None else member_ids(session=session, user_id=user_id)
+def count_owned_in_flight(*, session: Session, owner_ids: Collection[int]) -> int:
+    """The queued or running initial evaluations of these users' submissions (organisers' reruns and audits do not
+    count)."""
     return (
         session.scalar(
             select(func.count(Evaluation.id))
             .join(Submission, Evaluation.submission_id == Submission.id)
             .where(
-                Submission.owner_id.in_(owners),
+                Submission.owner_id.in_(list(owner_ids)),
                 Evaluation.kind == "initial",
                 Evaluation.state.in_(ACTIVE_STATES),
             )
         )
         or 0
     )
+
+
+def count_in_flight(*, session: Session, user_id: int) -> int:
+    """What the user's competitor has in flight, as :func:`count_owned_in_flight`: a team shares one allowance of the
+    workers, as it shares one quota."""
+    return count_owned_in_flight(session=session, owner_ids=member_ids(session=session, user_id=user_id))

@@ -32,7 +32,7 @@ from layersched.server.storage.audit import add_log_entry
 from layersched.server.storage.members import lock_competitor, lock_row, team_of
 from layersched.server.storage.names import name_conflict
 from layersched.server.storage.phases import is_open
-from layersched.server.storage.quota import count_in_flight, count_owned_today, phase_quota
+from layersched.server.storage.quota import count_owned_in_flight, count_owned_today, phase_quota
 
 INVITE_PREFIX = "lsi"
 
@@ -174,7 +174,7 @@ def _check_merged_limits(session: Session, *, team: Team, joiner: User, limits: 
                 f"its daily quota of {quota} (a joiner's submissions count against the team's quota); join after "
                 "00:00 UTC"
             )
-    in_flight = count_in_flight(session=session, owner_ids=owners)
+    in_flight = count_owned_in_flight(session=session, owner_ids=owners)
     if in_flight > limits.max_in_flight:
         raise Conflict(
             f"joining team {team.name!r} would give it {in_flight} evaluations queued or running, over the most of "
