@@ -29,8 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from layersched.sim.catalog import load_catalog
-from layersched.sim.cli import baseline_table
 from layersched.sim.evalset import EpisodeRecord, baseline_bundle_id, evaluate_policy, new_evalset, score_baselines
+from layersched.sim.lab_table import baseline_table
 from layersched.sim.ordered_pool import available_cores
 from layersched.sim.reference_baselines import REFERENCE_BASELINES
 from layersched.sim.scenario import Scenario

@@ -440,6 +440,7 @@ DEEP_VANDAL = """
                 continue
             seen.add(id(obj))
             todo.extend(gc.get_referents(obj))
+            todo.extend(getattr(obj, "__dict__", {}).values())  # before they are zeroed below
             if isinstance(obj, np.ndarray):
                 base = obj
                 while isinstance(base, np.ndarray):

@@ -308,7 +308,8 @@ def test_the_same_episode_twice_makes_the_same_trace() -> None:
 
 
 def test_the_views_mask_is_the_environments_own_rule() -> None:
-    # The view knows only the present (free units, visible jobs, time); its mask must still be the env's verdict.
+    # The view knows only the present (free units, visible jobs, time); its mask must still be the env's verdict,
+    # and where a job is placed, at the offset the view's search finds.
     rng = random.Random(2)
     for seed in range(4):
         env = JobsEnv(DEFAULT, draw_jobs(DEFAULT, np.random.RandomState(seed)))
@@ -317,4 +318,10 @@ def test_the_views_mask_is_the_environments_own_rule() -> None:
             mask = view.mask()
             assert mask == [env.placeable(i) for i in range(DEFAULT.num_nw)] + [env.void_allowed()]
             choices = [i for i, ok in enumerate(mask) if ok]
-            env.act(rng.choice(choices))
+            action = rng.choice(choices)
+            job, offset, time = env.slots[action] if action < DEFAULT.num_nw else None, None, env.time
+            if job is not None:
+                offset = view.start_offset(action)
+            env.act(action)
+            if job is not None:  # the env's offset (kept across steps, see _not_before) is a fresh search's
+                assert env.start[job.id] == time + offset

@@ -4,6 +4,8 @@ the dumped jobs, and the lab's table untouched by the dispatch."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -87,3 +89,15 @@ def test_naming_the_lab_track_prints_the_labs_table(capsys: pytest.CaptureFixtur
     lab = capsys.readouterr().out
     assert main(["--track", "layers-v1", "--baselines", "Greedy", "--seeds", "0-1"]) == 0
     assert capsys.readouterr().out == lab
+
+
+def test_the_table_imports_neither_numpy_nor_the_labs_simulator() -> None:
+    # Half of its process was importing them (issue 19's benchmark): the baselines need neither.
+    code = (
+        "import sys\n"
+        "from layersched.sim.cli import main\n"
+        "assert main(['--track', 'jobs-v1', '--seeds', '0-1']) == 0\n"
+        "print(sorted(m for m in ('numpy', 'layersched.sim.env', 'layersched.sim.lab_table') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.splitlines()[-1] == "[]"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import fields
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -157,6 +158,60 @@ def test_the_sandboxs_two_sides_hand_the_policy_only_the_payloads_view() -> None
         metrics,
     )
     assert len({id(view) for view in seen}) == len(seen)  # a fresh view per decision
+
+
+def test_free_is_built_on_first_use_from_the_payloads_units() -> None:
+    view = view_of((2, (3, 4)), placed=((3, (6, 2)),))
+    assert "free" not in vars(view)
+    assert view.free_units() == (4, 8) * 3 + (10, 10) * 17
+    assert view.free_row(0) == [4, 8] and view.free_row(19) == [10, 10]
+    free = view.free
+    assert free.dtype == np.int64 and free.shape == (20, 2) and free.ravel().tolist() == list(view.free_units())
+    assert view.free is free and (view.used == 10 - free).all()
+
+
+def test_the_views_helpers_answer_for_free_as_the_policy_wrote_it() -> None:
+    # A policy may write to its view (it is fresh per decision) and ask the helpers about the state it made.
+    view = view_of((2, (3, 4)), (1, (10, 10)))
+    assert (view.fits_now(0), view.start_offset(1), view.free_row(0)) == (True, 0, [10, 10])
+    view.free[:2] -= np.array([8, 0])  # as if a job of length 2 and demand (8, 0) were placed
+    assert (view.fits_now(0), view.start_offset(0), view.start_offset(1), view.free_row(1)) == (False, 2, 2, [2, 10])
+    assert view.mask()[:3] == [True, True, False] and baselines.sjf(view, random.Random(0)) is None
+    view.free[:] = 0
+    assert view.start_offset(0) is None and view.free_row(19) == [0, 0]
+
+
+@pytest.mark.parametrize("offset", [-1, 20])
+def test_free_row_refuses_an_offset_outside_the_horizon(offset: int) -> None:
+    with pytest.raises(IndexError, match=rf"^offset {offset} is outside the horizon 0\.\.19$"):
+        view_of().free_row(offset)
+
+
+def test_a_replica_shares_a_waiting_jobs_visible_job_between_views_and_starts_each_episode_afresh() -> None:
+    replica = TRACK.replica(DEFAULT)
+
+    def views_of_an_episode() -> list[JobsView]:
+        seen: list[JobsView] = []
+
+        def recording(env: JobsView, rng: random.Random) -> int | None:
+            seen.append(env)
+            return baselines.sjf(env, rng)
+
+        workload = EpisodeSpec("e", seed=2).workload_rng()
+        play_episode(TRACK.simulator(DEFAULT), replica, recording, workload, random.Random(0))
+        return seen
+
+    def held(view: JobsView) -> list[object]:
+        return [job for job in view.slots if job is not None]
+
+    def same(job: object, jobs: list[object]) -> bool:
+        return any(job is other for other in jobs)
+
+    first = views_of_an_episode()
+    waiting = [(job, held(before)) for before, after in pairwise(first) for job in held(after) if job in held(before)]
+    assert waiting and all(same(job, before) for job, before in waiting)  # equal: the same object
+    again = views_of_an_episode()  # the same episode: equal jobs, none of them an object of the first
+    assert held(again[0]) == held(first[0]) != [] and not any(same(job, held(first[0])) for job in held(again[0]))
 
 
 def test_check_policy_names_a_float_reply() -> None:

@@ -53,7 +53,8 @@ VANDAL = SJF.replace(
         return action""",
 )
 # Searches its process for anything that holds jobs beyond the present; replies a string (an invalid action that
-# ends the episode, naming what it found) if it finds any.
+# ends the episode, naming what it found) if it finds any. The view's attributes are exactly the contract's and
+# _free_units, the payload's free units that free is built from.
 PEEK = SJF.replace(
     "        return sjf(env)",
     """        import gc
@@ -65,7 +66,8 @@ PEEK = SJF.replace(
         for job in env.slots:
             if job is not None and job.arrival > env.time:
                 return "found a job from the future"
-        if set(vars(env)) != {"scenario", "time", "since_new_job", "backlog", "free", "slots"}:
+        env.free  # built on first use: then an attribute like the others
+        if set(vars(env)) != {"scenario", "time", "since_new_job", "backlog", "free", "slots", "_free_units"}:
             return "found " + repr(sorted(vars(env)))
         return sjf(env)""",
 )

@@ -40,7 +40,8 @@ env is the present state, built afresh for each decision (a policy may write to 
   env.backlog            how many jobs wait behind the slots (their sizes are not shown, as in DeepRM)
   env.since_new_job      steps since the last arrival (capped at max_track_since_new)
   env.scenario           the JobsScenario (sizes, horizon, simu_len, new_job_rate)
-  env.fits_now(i), env.start_offset(i), env.mask(), env.void_allowed()
+  env.free_units()       free flattened step by step, as ints; env.free_row(t) is free[t] as a list of ints
+  env.fits_now(i), env.start_offset(i), env.mask(), env.void_allowed()   (after writes to env.free, of that)
   env.observe()          DeepRM's image state: float32 (time_horizon, width)
 rng is the episode's random.Random. Placing slot i reserves its job at the earliest offset within the horizon at
 which it fits for its whole length; several placements may happen within one step. None (or num_nw, DeepRM's void

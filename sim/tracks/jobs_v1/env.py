@@ -20,13 +20,27 @@ machine, a job waiting) is refused: every episode ends, whatever the policy does
 
 from __future__ import annotations
 
+import operator
 from collections import deque
 from collections.abc import Iterable, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
 from layersched.sim.tracks.jobs_v1.workload import Job
+
+if TYPE_CHECKING:
+    import numpy as np
+
+_LENGTH = operator.attrgetter("length")
+
+
+def _first_empty(slots: Sequence[Job | None]) -> int | None:
+    """The first empty slot. (Not ``slots.index(None)``: ``in`` and ``index`` call the dataclass ``Job.__eq__`` on
+    every held job, a Python call each, which was a quarter of a time step's cost.)"""
+    for i, job in enumerate(slots):
+        if job is None:
+            return i
+    return None
 
 
 def earliest_offset(free: Sequence[Sequence[int]], length: int, demand: Sequence[int], horizon: int) -> int | None:
@@ -45,6 +59,14 @@ def first_run(fits: Iterable[bool], length: int) -> int | None:
         if run == length:
             return t - length + 1
     return None
+
+
+class _Inverse(dict[int, float]):
+    """``1.0 / n`` by ``n``, computed on first sight: the reward sums one per job in the system at every step."""
+
+    def __missing__(self, n: int) -> float:
+        value = self[n] = 1.0 / n
+        return value
 
 
 class JobsEnv:
@@ -66,9 +88,16 @@ class JobsEnv:
         self._idle_row = self._pack([s.res_slot] * s.num_res)
         self._rows = [self._idle_row] * s.time_horizon
         self._packed: dict[int, int] = {}  # job id -> its demand, packed as a row
-        self._units: dict[int, list[int]] = {}  # a packed row -> its units per resource (rows repeat)
+        # The same units flat, step by step (the payload's layout), kept beside the packed rows by place and advance:
+        # unpacking the rows for every decision's payload cost more than keeping both.
+        self._idle_units = [s.res_slot] * s.num_res
+        self._units = self._idle_units * s.time_horizon
         # job id -> its earliest offset on the present rows (asked by decision_open, the reply's check and place)
         self._offsets: dict[int, int | None] = {}
+        # job id -> a step before which it cannot start: rows only lose units (place) or shift by one with an idle
+        # row behind (advance), so where a job did not fit it still does not, and a search starts there.
+        self._not_before: dict[int, int] = {}
+        self._inverse = _Inverse()  # length -> 1.0 / length (the reward's terms)
         self.time = 0
         self.slots: list[Job | None] = [None] * s.num_nw
         self.backlog: deque[Job] = deque()
@@ -85,18 +114,14 @@ class JobsEnv:
     def free(self) -> np.ndarray:
         """``free[t, r]``: units of resource ``r`` free ``t`` steps from now (a new array: writing to it changes
         nothing)."""
+        import numpy as np  # here: an episode and the track's table run without numpy (view.py's docstring)
+
         s = self.scenario
         return np.array(self.free_units(), dtype=np.int64).reshape(s.time_horizon, s.num_res)
 
     def free_units(self) -> list[int]:
         """``free`` flattened, step by step (the payload's layout)."""
-        units = self._units
-        out: list[int] = []
-        for row in self._rows:
-            if row not in units:
-                units[row] = [(row >> shift) & ((1 << self._bits) - 1) for shift in self._shifts]
-            out += units[row]
-        return out
+        return self._units.copy()
 
     # -- what a decision may do --
 
@@ -110,7 +135,10 @@ class JobsEnv:
 
     def decision_open(self) -> bool:
         """Whether the policy has a choice: some visible job can be placed (otherwise every action is void)."""
-        return any(self.placeable(i) for i in range(self.scenario.num_nw))
+        for job in self.slots:  # noqa: SIM110 (a loop: any() on a generator costs a frame per call, every step)
+            if job is not None and self._offset(job) is not None:
+                return True
+        return False
 
     @property
     def done(self) -> bool:
@@ -118,7 +146,7 @@ class JobsEnv:
             self.time >= self.scenario.simu_len - 1
             and not self.running
             and not self.backlog
-            and all(job is None for job in self.slots)
+            and not any(self.slots)  # a Job is always true (and any() calls no __eq__)
         )
 
     # -- moves --
@@ -145,7 +173,11 @@ class JobsEnv:
         need, rows = self._packed[job.id], self._rows
         for t in range(offset, offset + job.length):
             rows[t] -= need  # it fits: no field borrows from the next
+        r, units = self.scenario.num_res, self._units
+        cut = slice(offset * r, (offset + job.length) * r)
+        units[cut] = map(operator.sub, units[cut], job.demand * job.length)
         self._offsets.clear()
+        self._not_before.pop(job.id, None)
         self.start[job.id] = self.time + offset
         self.finish[job.id] = self.time + offset + job.length
         self.running.append(job)
@@ -158,12 +190,20 @@ class JobsEnv:
         self.time += 1
         del self._rows[0]
         self._rows.append(self._idle_row)
+        del self._units[: s.num_res]
+        self._units += self._idle_units
         self._offsets.clear()
         self.running = [job for job in self.running if self.finish[job.id] > self.time]
         if self.since_new_job < s.max_track_since_new:
             self.since_new_job += 1
         self._arrive()
-        reward = -sum(1.0 / job.length for job in self._in_system())
+        # The reference's sum, term by term in its order (on the machine, in the slots, in the backlog): each sum
+        # starts from the one before.
+        inverse = self._inverse.__getitem__
+        reward = -sum(
+            map(inverse, map(_LENGTH, self.backlog)),
+            sum(map(inverse, map(_LENGTH, filter(None, self.slots))), sum(map(inverse, map(_LENGTH, self.running)))),
+        )
         self.rewards.append(reward)
         return reward
 
@@ -171,8 +211,9 @@ class JobsEnv:
         for job in self._arrivals.get(self.time, ()):
             self.since_new_job = 0  # as the reference, for a dropped arrival too
             self._packed[job.id] = self._pack(job.demand)
-            if None in self.slots:
-                self.slots[self.slots.index(None)] = job
+            empty = _first_empty(self.slots)
+            if empty is not None:
+                self.slots[empty] = job
                 self.entered.append(job)
             elif len(self.backlog) < self.scenario.backlog_size:
                 self.backlog.append(job)
@@ -185,20 +226,23 @@ class JobsEnv:
 
     def _offset(self, job: Job) -> int | None:
         """The earliest offset at which ``job`` fits for its whole length (``earliest_offset`` on packed rows)."""
-        if job.id not in self._offsets:
-            self._offsets[job.id] = self._search(job)
-        return self._offsets[job.id]
+        offsets = self._offsets
+        if job.id in offsets:
+            return offsets[job.id]
+        start = max(0, self._not_before.get(job.id, 0) - self.time)
+        offset = offsets[job.id] = self._search(job, start)
+        # Fits nowhere: no run of its length in any rows, so on later rows only one that reaches the last can be.
+        self._not_before[job.id] = self.time + (len(self._rows) - job.length + 1 if offset is None else offset)
+        return offset
 
-    def _search(self, job: Job) -> int | None:
+    def _search(self, job: Job, start: int) -> int | None:
+        """The first offset from ``start`` at which ``job`` fits for its whole length."""
         need, guards, length = self._packed[job.id], self._guards, job.length
         # first_run, inlined: on this path (every slot, every step) its generator took 1.6x the time of the loop.
         run = 0
-        for t, row in enumerate(self._rows):
+        for t, row in enumerate(self._rows[start:], start):
             # Each field is free + 2**bits - need >= 0 (need <= 2**bits): its guard bit stays set iff free >= need.
             run = run + 1 if ((row | guards) - need) & guards == guards else 0
             if run == length:
                 return t - length + 1
         return None
-
-    def _in_system(self) -> list[Job]:
-        return [*self.running, *(job for job in self.slots if job is not None), *self.backlog]

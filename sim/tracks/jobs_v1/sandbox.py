@@ -21,7 +21,7 @@ from layersched.sim.tracks.interface import Policy
 from layersched.sim.tracks.jobs_v1.env import JobsEnv
 from layersched.sim.tracks.jobs_v1.metrics import JobsMetrics, episode_metrics
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
-from layersched.sim.tracks.jobs_v1.view import JobsView, payload
+from layersched.sim.tracks.jobs_v1.view import JobsView, VisibleJob, payload
 from layersched.sim.tracks.jobs_v1.workload import Job, draw_jobs, workload_state
 
 
@@ -111,20 +111,23 @@ class DrawnSimulator:
 
 
 class JobsReplica:
-    """The sandbox side: a fresh view per decision, built from the payload alone."""
+    """The sandbox side: a fresh view per decision, built from the payload alone (its ``VisibleJob`` tuples shared
+    while a job waits: immutable, so a write to a view changes no other; a policy that digs this cache out of its
+    process can make only its own views lie to itself, since the trusted side checks every reply)."""
 
     def __init__(self, scenario: JobsScenario) -> None:
         self.scenario = scenario
+        self._seen: dict[tuple[int, ...], VisibleJob] = {}  # the episode's visible jobs so far (JobsView's seen)
 
     def start(self, message: dict[str, Any]) -> None:
-        return None
+        self._seen = {}
 
     def decide(self, policy: Policy, payload: Any, step: int, rng: random.Random) -> object:
         # The view's own copy of the scenario: a policy that forces a write into it (it is frozen) changes nothing
         # that the next decision's view is built from. (copy.copy's result, without its generic protocol's cost.)
         scenario = object.__new__(type(self.scenario))
         scenario.__dict__.update(self.scenario.__dict__)
-        reply = policy(JobsView(scenario, payload), rng)
+        reply = policy(JobsView(scenario, payload, self._seen), rng)
         # None is void: sent as the void's integer, since the wire carries integer actions only.
         return self.scenario.void if reply is None else reply
 

@@ -8,25 +8,35 @@ The payload is a flat tuple of ints (the wire's fast path)::
 It holds the present only: the machine's free units over the horizon (what placed jobs have reserved), the visible
 jobs and when they arrived, the backlog's length and the steps since the last arrival. Nothing of future arrivals,
 nor of the workload's seed. Because each decision's view is new, a policy may write to it freely.
+
+numpy is imported by the first use of ``free`` (or ``used``, ``observe``), not before: the view's own helpers read
+the payload's numbers until then, and a policy that never asks for an array (the baselines: the track's table)
+never imports numpy, which was half of that table's process (issue 19's benchmark).
 """
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
-
-import numpy as np
+from functools import cached_property
+from itertools import chain
+from typing import TYPE_CHECKING, NamedTuple
 
 from layersched.sim.tracks.jobs_v1.env import JobsEnv, earliest_offset
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
 
+if TYPE_CHECKING:
+    import numpy as np
+
+_new_tuple = tuple.__new__
 _HEAD = 3  # time, since_new_job, backlog
 
 
-@dataclass(frozen=True)
-class VisibleJob:
-    """A job in a visible slot: its length in steps, the step it arrived at, its demand per resource."""
+class VisibleJob(NamedTuple):
+    """A job in a visible slot: its length in steps, the step it arrived at, its demand per resource.
+
+    A named tuple (immutable, as the frozen dataclass it was): up to ``num_nw`` are built per decision, and a
+    tuple's construction costs half a frozen dataclass's (issue 19's benchmark)."""
 
     length: int
     arrival: int
@@ -35,14 +45,9 @@ class VisibleJob:
 
 def payload(env: JobsEnv) -> tuple[int, ...]:
     """The decision payload of ``env``'s present state (layout in the module docstring)."""
-    s = env.scenario
-    out = [env.time, env.since_new_job, len(env.backlog), *env.free_units()]
-    for job in env.slots:
-        if job is None:
-            out.extend([0] * (2 + s.num_res))
-        else:
-            out.extend([job.length, job.arrival, *job.demand])
-    return tuple(out)
+    empty = (0,) * (2 + env.scenario.num_res)
+    slots = [empty if job is None else (job.length, job.arrival, *job.demand) for job in env.slots]
+    return (env.time, env.since_new_job, len(env.backlog), *env.free_units(), *chain.from_iterable(slots))
 
 
 def payload_size(scenario: JobsScenario) -> int:
@@ -52,23 +57,45 @@ def payload_size(scenario: JobsScenario) -> int:
 class JobsView:
     """The policy's ``env``: the machine's occupancy over the horizon, the visible jobs, the backlog and the time."""
 
-    def __init__(self, scenario: JobsScenario, values: Sequence[int]) -> None:
+    def __init__(
+        self, scenario: JobsScenario, values: Sequence[int], seen: dict[tuple[int, ...], VisibleJob] | None = None
+    ) -> None:
+        """The view of the payload ``values``. ``seen``: the visible jobs of earlier views, by their numbers in the
+        payload, to be shared rather than built again (a job stays in its slot over many decisions; a VisibleJob
+        is immutable, so sharing it between views is safe); a replica keeps one per episode."""
         s = self.scenario = scenario
         if len(values) != payload_size(s):
             raise ValueError(f"a jobs-v1 payload has {payload_size(s)} numbers for this scenario, got {len(values)}")
-        self.time, self.since_new_job, self.backlog = map(int, values[:_HEAD])
+        # The payload's numbers are ints (the trusted side's, through the wire's JSON): taken as they are, as a
+        # tuple (its slices, each job's demand, are tuples too; tuple() returns a tuple itself).
+        values = tuple(values)
+        self.time, self.since_new_job, self.backlog = values[0], values[1], values[2]
         cut = _HEAD + s.time_horizon * s.num_res
-        # free[t, r]: units of resource r free t steps from now (row 0 is the current step).
-        self.free = np.array(values[_HEAD:cut], dtype=np.int64).reshape(s.time_horizon, s.num_res)
+        # free's numbers, step by step: what the helpers read until ``free`` is built (see free_units).
+        self._free_units = values[_HEAD:cut]
         width = 2 + s.num_res
+        jobs = {} if seen is None else seen
         slots: list[VisibleJob | None] = []
-        for start in range(cut, cut + s.num_nw * width, width):
-            if values[start]:
-                length, arrival, *demand = map(int, values[start : start + width])
-                slots.append(VisibleJob(length, arrival, tuple(demand)))
-            else:
+        for i in range(cut, cut + s.num_nw * width, width):
+            if not values[i]:
                 slots.append(None)
+                continue
+            numbers = values[i : i + width]
+            job = jobs.get(numbers)
+            if job is None:
+                # tuple.__new__ is what VisibleJob(...) ends in, without the call of its Python-level __new__.
+                job = jobs[numbers] = _new_tuple(VisibleJob, (numbers[0], numbers[1], numbers[2:]))
+            slots.append(job)
         self.slots = slots
+
+    @cached_property
+    def free(self) -> np.ndarray:
+        """``free[t, r]``: units of resource ``r`` free ``t`` steps from now (row 0 is the current step), after every
+        placed job's reservation; int64 of shape (time_horizon, num_res), built on first use."""
+        import numpy as np
+
+        s = self.scenario
+        return np.array(self._free_units, dtype=np.int64).reshape(s.time_horizon, s.num_res)
 
     @property
     def used(self) -> np.ndarray:
@@ -80,25 +107,42 @@ class JobsView:
         """What to return for the void action."""
         return None
 
+    def free_units(self) -> Sequence[int]:
+        """``free`` flattened, step by step, as ints: the payload's numbers, or once ``free`` is built, its (a policy
+        may write to ``free`` and ask the helpers about the state it made)."""
+        built = self.__dict__.get("free")  # cached_property's slot: present once free has been read or assigned
+        return self._free_units if built is None else built.ravel().tolist()
+
+    def free_row(self, offset: int) -> list[int]:
+        """The units free ``offset`` steps from now, one int per resource (``free[offset]`` as a list)."""
+        r = self.scenario.num_res
+        if not 0 <= offset < self.scenario.time_horizon:
+            raise IndexError(f"offset {offset} is outside the horizon 0..{self.scenario.time_horizon - 1}")
+        return list(self.free_units()[offset * r : offset * r + r])
+
     def fits_now(self, slot: int) -> bool:
         """Whether the job of ``slot`` fits from the current step for its whole length (what the baselines ask)."""
         job = self.slots[slot]
         if job is None:
             return False
-        # On a list of the rows' units against the demand repeated per row: numpy's comparison and all() on a few
-        # units cost more in calls than the test itself.
-        return all(map(operator.ge, self.free[: job.length].ravel().tolist(), job.demand * job.length))
+        # Each unit of the job's first len steps against its demand repeated per step: on a few ints, plain Python
+        # costs less in calls than numpy's comparison.
+        built = self.__dict__.get("free")  # free_units(), inlined: the baselines ask this of most slots
+        units = self._free_units if built is None else built.ravel().tolist()
+        return all(map(operator.ge, units[: job.length * self.scenario.num_res], job.demand * job.length))
 
     def start_offset(self, slot: int) -> int | None:
         """The offset from now at which the job of ``slot`` would start if placed (None: empty, or fits nowhere)."""
         job = self.slots[slot]
         if job is None:
             return None
-        return earliest_offset(self.free.tolist(), job.length, job.demand, self.scenario.time_horizon)
+        r, units = self.scenario.num_res, self.free_units()
+        rows = [units[t : t + r] for t in range(0, len(units), r)]
+        return earliest_offset(rows, job.length, job.demand, self.scenario.time_horizon)
 
     def void_allowed(self) -> bool:
         """False only when a void would wait for nothing (no arrival ahead, nothing running): it is refused then."""
-        idle = bool((self.free == self.scenario.res_slot).all())
+        idle = all(units == self.scenario.res_slot for units in self.free_units())
         return self.time < self.scenario.simu_len - 1 or not idle
 
     def mask(self) -> list[bool]:
@@ -112,6 +156,8 @@ class JobsView:
         block per slot (its length by its demand), then the backlog's length in columns, then the steps since the
         last arrival over ``max_track_since_new``."""
         s = self.scenario
+        import numpy as np
+
         image = np.zeros((s.time_horizon, image_width(s)), dtype=np.float32)
         col = 0
         used = self.used

@@ -43,10 +43,11 @@ _N = 624
 
 
 def _init_genrand(seed: int) -> list[int]:
-    mt = [seed & _MASK32]
+    word = seed & _MASK32
+    mt = [word]
     for i in range(1, _N):
-        prev = mt[-1]
-        mt.append((1812433253 * (prev ^ (prev >> 30)) + i) & _MASK32)
+        word = (1812433253 * (word ^ (word >> 30)) + i) & _MASK32
+        mt.append(word)
     return mt
 
 
