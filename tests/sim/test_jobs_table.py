@@ -4,8 +4,6 @@ the dumped jobs, and the lab's table untouched by the dispatch."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +13,7 @@ from layersched.sim.cli import main
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
 from layersched.sim.tracks.jobs_v1.workload import draw_jobs
 from tests.sim import deeprm_transcription as ref
+from tests.sim.table_imports import modules_a_table_imports
 
 # python -m layersched.sim --track jobs-v1 --rate R (seeds 0-4, simu_len 50), as of the commit that added it.
 PINNED = {
@@ -93,11 +92,5 @@ def test_naming_the_lab_track_prints_the_labs_table(capsys: pytest.CaptureFixtur
 
 def test_the_table_imports_neither_numpy_nor_the_labs_simulator() -> None:
     # Half of its process was importing them (issue 19's benchmark): the baselines need neither.
-    code = (
-        "import sys\n"
-        "from layersched.sim.cli import main\n"
-        "assert main(['--track', 'jobs-v1', '--seeds', '0-1']) == 0\n"
-        "print(sorted(m for m in ('numpy', 'layersched.sim.env', 'layersched.sim.lab_table') if m in sys.modules))\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.splitlines()[-1] == "[]"
+    modules = ["numpy", "layersched.sim.env", "layersched.sim.lab_table"]
+    assert modules_a_table_imports(["--track", "jobs-v1", "--seeds", "0-1"], modules) == []

@@ -9,8 +9,6 @@ without calling ``check_action``: everything else must still get ``check_action`
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -21,6 +19,7 @@ from layersched.sim.episode import run_episode
 from layersched.sim.errors import PolicyError
 from layersched.sim.scenario import CloudNode, NodeRanges, Scenario
 from layersched.sim.workload import Task
+from tests.sim.table_imports import modules_a_table_imports
 
 SCENARIOS = {
     "lab": Scenario(n_tasks=300),
@@ -32,14 +31,7 @@ SCENARIOS = {
 
 
 def test_the_baseline_table_never_imports_numpy() -> None:
-    code = (
-        "import sys\n"
-        "from layersched.sim.cli import main\n"
-        "assert main(['--tasks', '60', '--seeds', '0-1']) == 0\n"
-        "print('numpy imported:', 'numpy' in sys.modules)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.splitlines()[-1] == "numpy imported: False"
+    assert modules_a_table_imports(["--tasks", "60", "--seeds", "0-1"], ["numpy"]) == []
 
 
 def _labs_held_mb(env: ClusterEnv, image: int) -> list[float]:

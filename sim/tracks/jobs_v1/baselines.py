@@ -17,7 +17,7 @@ import operator
 import random
 from collections.abc import Callable
 
-from layersched.sim.tracks.jobs_v1.view import JobsView, VisibleJob
+from layersched.sim.tracks.jobs_v1.view import JobsView, VisibleJob, fits_from_now
 
 # Tetris*'s knob (1 is Packer, 0 is SJF). The alignment reaches ~res_slot * (max_job_size + minor demand) (120 at
 # the defaults) and 1/len at most 1, so a knob that lets both count is small: with 0.001 the length decides between
@@ -56,14 +56,14 @@ def tetris_score(env: JobsView, job: VisibleJob) -> float:
 def sjf(env: JobsView, rng: random.Random) -> int | None:
     """Shortest job first."""
     # best_fitting(env, sjf_score), asking fits_now only of a job shorter than the best so far: 1/len falls strictly
-    # with len, so that is the highest score, and a later slot of the same length never replaces it. (fits_now
-    # inlined, on free_units read once: most decisions end in a void after asking it of every job.)
+    # with len, so that is the highest score, and a later slot of the same length never replaces it. (fits_now's
+    # test on free_units read once: most decisions end in a void after asking it of every job.)
     units, r = env.free_units(), env.scenario.num_res
     best, action = None, None
     for i, job in enumerate(env.slots):
         if job is None or (best is not None and job.length >= best):
             continue
-        if all(map(operator.ge, units[: job.length * r], job.demand * job.length)):
+        if fits_from_now(units, r, job):
             best, action = job.length, i
     return action
 

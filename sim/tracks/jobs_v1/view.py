@@ -50,6 +50,13 @@ def payload(env: JobsEnv) -> tuple[int, ...]:
     return (env.time, env.since_new_job, len(env.backlog), *env.free_units(), *chain.from_iterable(slots))
 
 
+def fits_from_now(units: Sequence[int], num_res: int, job: VisibleJob) -> bool:
+    """Whether ``job`` fits in the free ``units`` (flat, step by step) from step 0 for its whole length: each unit of
+    its first ``length`` steps against its demand repeated per step (on a few ints, plain Python costs less in
+    calls than numpy's comparison)."""
+    return all(map(operator.ge, units[: job.length * num_res], job.demand * job.length))
+
+
 def payload_size(scenario: JobsScenario) -> int:
     return _HEAD + scenario.time_horizon * scenario.num_res + scenario.num_nw * (2 + scenario.num_res)
 
@@ -123,13 +130,7 @@ class JobsView:
     def fits_now(self, slot: int) -> bool:
         """Whether the job of ``slot`` fits from the current step for its whole length (what the baselines ask)."""
         job = self.slots[slot]
-        if job is None:
-            return False
-        # Each unit of the job's first len steps against its demand repeated per step: on a few ints, plain Python
-        # costs less in calls than numpy's comparison.
-        built = self.__dict__.get("free")  # free_units(), inlined: the baselines ask this of most slots
-        units = self._free_units if built is None else built.ravel().tolist()
-        return all(map(operator.ge, units[: job.length * self.scenario.num_res], job.demand * job.length))
+        return job is not None and fits_from_now(self.free_units(), self.scenario.num_res, job)
 
     def start_offset(self, slot: int) -> int | None:
         """The offset from now at which the job of ``slot`` would start if placed (None: empty, or fits nowhere)."""
