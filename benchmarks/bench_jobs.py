@@ -14,7 +14,9 @@ transcription of hongzimao/deeprm that the differential tests hold the track to.
   and Tetris*, and Random drawing as ours does from the transcription's state), alternated.
 
 Times are CPU times (``time.process_time``; the table process's user and system time), so that the load of other
-work on the machine's cores falls out of the figures as far as it can; medians of alternated runs.
+work on the machine's cores falls out of the figures as far as it can; medians of alternated runs. The table's
+processes, both sides', keep their compiled modules in a temporary bytecode cache, written by the check run: as an
+installed package has its .pyc files (``table_output``). ``count_jobs.py`` counts the per-decision instructions.
 
 Before timing, every episode's allocations (start and finish of every job), and so its slowdowns, must be the same
 on both sides, and the two processes must print the same table; the benchmark refuses to report figures otherwise.
@@ -25,11 +27,14 @@ Run: ``python benchmarks/bench_jobs.py [--repeats 5] [--seeds 20] [--table-repea
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -121,10 +126,15 @@ def children_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def table_output(command: list[str]) -> tuple[float, str]:
-    """The process's CPU seconds (user and system) and its output."""
+def table_output(command: list[str], bytecode: Path) -> tuple[float, str]:
+    """The process's CPU seconds (user and system) and its output. Both sides' processes keep their compiled
+    modules in ``bytecode`` (the first writes them, the later read them), as an installed package has its .pyc
+    files: a machine that sets PYTHONDONTWRITEBYTECODE (this one does) would have every process compile every
+    module it imports from source again, which is no part of either side's work."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(bytecode)
     start = children_seconds()
-    done = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
+    done = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT, env=env)
     return children_seconds() - start, done.stdout
 
 
@@ -156,7 +166,8 @@ def main() -> None:
     print(f"transcription    median {theirs:.1f} us per decision ({min(reference):.1f}-{max(reference):.1f})")
     print(f"ratio            {theirs / mine:.1f}x (target 5x)")
 
-    outputs = {side: table_output(command)[1] for side, command in TABLE_COMMANDS.items()}
+    bytecode = Path(tempfile.mkdtemp(prefix="bench-jobs-pyc-"))
+    outputs = {side: table_output(command, bytecode)[1] for side, command in TABLE_COMMANDS.items()}
     if outputs["ours"] != outputs["transcription"]:
         raise SystemExit(
             f"the tables differ: no figures\nours:\n{outputs['ours']}\ntranscription:\n{outputs['transcription']}"
@@ -165,7 +176,8 @@ def main() -> None:
     runs: dict[str, list[float]] = {side: [] for side in TABLE_COMMANDS}
     for _ in range(args.table_repeats):
         for side, command in TABLE_COMMANDS.items():
-            runs[side].append(table_output(command)[0])
+            runs[side].append(table_output(command, bytecode)[0])
+    shutil.rmtree(bytecode)
     table = {side: statistics.median(seconds) for side, seconds in runs.items()}
     for side, seconds in runs.items():
         print(f"table, {side:13s} median {table[side]:.2f} s ({min(seconds):.2f}-{max(seconds):.2f})")

@@ -17,13 +17,10 @@ Run: ``python benchmarks/count_observe_instructions.py [--passes 50]`` (needs va
 from __future__ import annotations
 
 import argparse
-import os
-import re
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+import callgrind
 
 HERE = Path(__file__).resolve().parent
 
@@ -56,20 +53,7 @@ def observe_passes(which: str, passes: int) -> None:
 
 def instructions(which: str, passes: int) -> int:
     """Instructions callgrind counts for ``observe_passes(which, passes)`` in a fresh interpreter."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "callgrind.out"
-        # One BLAS thread: idle OpenBLAS threads spin for a while after numpy loads, and callgrind counts them too.
-        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
-        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__]
-        result = subprocess.run(
-            [*command, "--child", which, str(passes)], env=env, capture_output=True, text=True, check=False
-        )
-        if result.returncode != 0:
-            raise SystemExit(f"callgrind run of {which!r} failed ({result.returncode}):\n{result.stderr[-2000:]}")
-        match = re.search(r"^summary:\s+(\d+)", out.read_text(), re.MULTILINE)
-        if match is None:
-            raise SystemExit(f"no instruction total in callgrind's output for {which!r}")
-        return int(match.group(1))
+    return callgrind.instructions(__file__, ["--child", which, str(passes)])
 
 
 def main() -> None:
@@ -82,8 +66,7 @@ def main() -> None:
         return
     if args.passes < 1:
         parser.error(f"--passes must be at least 1, got {args.passes}")
-    if shutil.which("valgrind") is None:
-        raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
+    callgrind.require_valgrind()
     calls = 50 * args.passes
     per_call = {}
     for which in ("lab", "layersched", "layersched-python"):

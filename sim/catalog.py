@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from layersched.sim.canonical import canonical_json
 from layersched.sim.errors import CatalogError
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -73,11 +74,6 @@ class Catalog:
 
     def largest_image_mb(self) -> float:
         return max(im.size_mb for im in self.images)
-
-
-def canonical_json(value: Any) -> bytes:
-    """The one serialisation that hashes and commitments are computed over."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
 def parse_catalog(raw: Any, *, name: str) -> Catalog:

@@ -17,7 +17,8 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from layersched.sim.catalog import Catalog, canonical_json, load_catalog
+from layersched.sim.canonical import canonical_json
+from layersched.sim.catalog import Catalog, load_catalog
 from layersched.sim.errors import ScenarioError
 from layersched.sim.version import RULES_HASH, SIM_VERSION
 

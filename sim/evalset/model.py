@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from layersched.sim.catalog import canonical_json
+from layersched.sim.canonical import canonical_json
 from layersched.sim.episodes import EpisodeSpec, Split
 from layersched.sim.errors import EvalSetError
 from layersched.sim.tracks.interface import Track

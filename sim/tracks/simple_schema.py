@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from layersched.sim.catalog import canonical_json
+from layersched.sim.canonical import canonical_json
 from layersched.sim.errors import EvalSetError
 from layersched.sim.tracks.interface import ScenarioEntry
 from layersched.sim.tracks.values import integer, number

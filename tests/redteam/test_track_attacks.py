@@ -570,14 +570,14 @@ def test_the_trusted_side_is_deterministic_under_any_hash_seed() -> None:
 def test_the_deep_vandal_does_write_through_a_view() -> None:
     # The vandal above is not a no-op: in-process, on a view it is handed, it rewrites the arrays and objects.
     from layersched.sim.tracks.jobs_v1.env import JobsEnv
-    from layersched.sim.tracks.jobs_v1.view import JobsView, payload
+    from layersched.sim.tracks.jobs_v1.view import JobsView
     from layersched.sim.tracks.jobs_v1.workload import draw_jobs, workload_state
 
     namespace: dict[str, Any] = {}
     exec(textwrap.dedent(DEEP_VANDAL), namespace)
     scenario = JobsScenario()
     env = JobsEnv(scenario, draw_jobs(scenario, workload_state(random.Random(1))))
-    view = JobsView(dataclasses.replace(scenario), payload(env))
+    view = JobsView(dataclasses.replace(scenario), env.payload())
     free, slots, scenario_copy = view.free, view.slots, view.scenario
     namespace["wreck"]([view])
     assert (free == 7).all() and slots[-1] is None and scenario_copy.num_nw == 0 and view.time == 0 == view.free

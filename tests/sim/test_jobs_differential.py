@@ -24,7 +24,7 @@ from layersched.sim.tracks import get_track
 from layersched.sim.tracks.jobs_v1 import baselines
 from layersched.sim.tracks.jobs_v1.env import JobsEnv
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
-from layersched.sim.tracks.jobs_v1.view import JobsView, payload
+from layersched.sim.tracks.jobs_v1.view import JobsView
 from layersched.sim.tracks.jobs_v1.workload import Job, draw_jobs, workload_state
 from tests.sim import deeprm_transcription as ref
 
@@ -90,7 +90,7 @@ def assert_same_state(theirs: ref.Env, mine: JobsEnv) -> None:
     ]
     backlog = theirs.job_backlog.backlog[: theirs.job_backlog.curr_size]
     assert [job.id for job in backlog if job is not None] == [job.id for job in mine.backlog]
-    image, own = theirs.observe(), JobsView(s, payload(mine)).observe()
+    image, own = theirs.observe(), JobsView(s, mine.payload()).observe()
     block = s.res_slot + s.max_job_size * s.num_nw
     for r in range(s.num_res):
         machine = slice(r * block, r * block + s.res_slot)
@@ -113,7 +113,7 @@ def play_both(scenario: JobsScenario, seed: int, name: str) -> tuple[ref.Env, Jo
     while not mine.done:
         assert_same_state(theirs, mine)
         expected = heuristic(theirs.machine, theirs.job_slot)
-        choice = policy(JobsView(scenario, payload(mine)), random.Random(0)) if mine.decision_open() else None
+        choice = policy(JobsView(scenario, mine.payload()), random.Random(0)) if mine.decision_open() else None
         action = scenario.void if choice is None else choice
         assert action == expected, (mine.time, action, expected)
         rewards = len(mine.rewards)
@@ -171,7 +171,7 @@ def test_the_reference_drops_the_job_of_step_0_and_we_play_it() -> None:
     later = [job for job in ours(scenario, seed) if job.arrival > 0]
     mine = JobsEnv(scenario, later)
     while not mine.done:
-        choice = baselines.sjf(JobsView(scenario, payload(mine)), random.Random(0)) if mine.decision_open() else None
+        choice = baselines.sjf(JobsView(scenario, mine.payload()), random.Random(0)) if mine.decision_open() else None
         mine.act(scenario.void if choice is None else choice)
     assert len(info.record) == len(later) == len(ours(scenario, seed)) - 1
     assert [(j.enter_time, j.start_time, j.finish_time) for j in info.record.values()] == [

@@ -15,7 +15,7 @@ from gymnasium.utils.env_checker import check_env  # noqa: E402
 from layersched.sim.episodes import EpisodeSpec  # noqa: E402
 from layersched.sim.tracks import get_track  # noqa: E402
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario  # noqa: E402
-from layersched.sim.tracks.jobs_v1.view import JobsView, payload  # noqa: E402
+from layersched.sim.tracks.jobs_v1.view import JobsView  # noqa: E402
 
 TRACK = get_track("jobs-v1")
 
@@ -36,7 +36,7 @@ def test_sjf_through_the_gym_env_is_the_tracks_sjf_episode() -> None:
     _, info = env.reset(seed=3)
     actions, total, done = [], 0.0, False
     while not done:
-        choice = TRACK.baseline("SJF")(JobsView(scenario, payload(env.unwrapped._env)), random.Random(0))
+        choice = TRACK.baseline("SJF")(JobsView(scenario, env.unwrapped._env.payload()), random.Random(0))
         action = scenario.void if choice is None else choice
         assert info["action_mask"][action] == 1
         actions.append(action)

@@ -4,6 +4,7 @@ reference that docs/tracks/jobs-v1.md lists (numbered as there)."""
 from __future__ import annotations
 
 import copy
+import itertools
 import pickle
 import random
 
@@ -17,7 +18,7 @@ from layersched.sim.tracks.jobs_v1.env import JobsEnv
 from layersched.sim.tracks.jobs_v1.metrics import episode_metrics
 from layersched.sim.tracks.jobs_v1.sandbox import check_reply
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario, expected_load
-from layersched.sim.tracks.jobs_v1.view import JobsView, image_width, payload
+from layersched.sim.tracks.jobs_v1.view import JobsView, image_width
 from layersched.sim.tracks.jobs_v1.workload import Job, draw_jobs, workload_state
 
 TRACK = get_track("jobs-v1")
@@ -161,9 +162,24 @@ def test_5_every_job_whose_finish_time_has_come_leaves_the_machine() -> None:
     env = JobsEnv(DEFAULT, jobs((0, 2, (1, 1)), (0, 2, (1, 1)), (0, 5, (1, 1))))
     assert env.place(0) and env.place(1) and env.place(2)
     env.advance()
-    reward = env.advance()  # time 2: the two 2-step jobs finish together; the reference would keep the second
+    env.advance()  # time 2: the two 2-step jobs finish together; the reference would keep the second
     assert [job.id for job in env.running] == [2]
-    assert reward == -1 / 5
+    assert env.rewards == [-(1 / 2 + 1 / 2 + 1 / 5), -1 / 5]
+
+
+def test_the_rewards_are_one_per_step_counting_every_job_in_the_system_and_a_copy_each_time() -> None:
+    # Computed when asked, from who was in the system after each step: a job on the machine, one in a slot and one
+    # in the backlog all count; asking again, or after more steps, gives the same earlier rewards.
+    s = JobsScenario(num_nw=1)
+    env = JobsEnv(s, jobs((0, 3, (1, 1)), (0, 4, (1, 1)), (0, 5, (1, 1))))
+    assert env.place(0) and [job.id for job in env.slots] == [1] and [job.id for job in env.backlog] == [2]
+    env.advance()
+    first = env.rewards
+    assert first == [-(1 / 3 + 1 / 4 + 1 / 5)]
+    first.append(0.0)  # a copy: writing to it changes nothing
+    assert env.place(0)
+    env.advance()
+    assert env.rewards == [-(1 / 3 + 1 / 4 + 1 / 5), -(1 / 3 + 1 / 4 + 1 / 5)] and len(env.rewards) == env.time
 
 
 def test_6_arrivals_beyond_a_full_backlog_are_dropped_and_counted() -> None:
@@ -183,7 +199,7 @@ def test_7_an_episode_ends_when_every_job_has_finished() -> None:
     for seed in range(5):
         run_env = JobsEnv(DEFAULT, draw_jobs(DEFAULT, np.random.RandomState(seed)))
         while not run_env.done:
-            view = JobsView(DEFAULT, payload(run_env))
+            view = JobsView(DEFAULT, run_env.payload())
             choice = TRACK.baseline("SJF")(view, random.Random(0))
             run_env.act(DEFAULT.void if choice is None else choice)
         assert set(run_env.finish) == {job.id for job in run_env.jobs}
@@ -207,7 +223,7 @@ def test_8_a_void_that_would_wait_for_nothing_is_refused() -> None:
         check_reply(env, 4, 7)
     assert str(exc.value).startswith("step 7: policy returned slot 4 (empty or fits nowhere, so a void) at time 2")
     assert check_reply(env, 0, 7) == 0
-    assert JobsView(s, payload(env)).mask() == [True] + [False] * 10
+    assert JobsView(s, env.payload()).mask() == [True] + [False] * 10
 
 
 def test_8_a_policy_that_always_voids_ends_its_episode_with_an_invalid_action() -> None:
@@ -276,7 +292,7 @@ def test_11_the_image_has_deeprms_layout() -> None:
     env = JobsEnv(s, jobs((0, 3, (4, 1)), (1, 2, (2, 5))))
     assert env.place(0)
     env.advance()
-    image = JobsView(s, payload(env)).observe()
+    image = JobsView(s, env.payload()).observe()
     assert image.shape == (20, image_width(s)) == (20, (10 + 10 * 2) * 2 + 3 + 1)
     # Resource 0: the machine (2 more steps of 4 units), then slot 0's job (2 steps of 2), slot 1 empty.
     assert image[:, :10].sum() == 8 and image[:2, :4].all()
@@ -292,7 +308,7 @@ def test_the_image_draws_the_backlog_row_by_row_and_the_steps_since_an_arrival()
     env = JobsEnv(s, jobs(*((t, 1, (1, 1)) for t in range(6))))
     for _ in range(8):
         env.advance()
-    view = JobsView(s, payload(env))
+    view = JobsView(s, env.payload())
     assert view.backlog == 5 and view.since_new_job == 3
     column = image_width(s) - 2  # backlog_width 1: one column, five rows
     image = view.observe()
@@ -310,13 +326,18 @@ def test_the_same_episode_twice_makes_the_same_trace() -> None:
 def test_the_views_mask_is_the_environments_own_rule() -> None:
     # The view knows only the present (free units, visible jobs, time); its mask must still be the env's verdict,
     # and where a job is placed, at the offset the view's search finds.
+    # The env keeps its offsets across placements and steps (place and advance): every one of them, not only the
+    # mask's verdict, must be what the view's fresh search finds.
     rng = random.Random(2)
-    for seed in range(4):
-        env = JobsEnv(DEFAULT, draw_jobs(DEFAULT, np.random.RandomState(seed)))
+    for seed, rate in itertools.product(range(4), (0.3, 0.7, 1.0)):
+        scenario = JobsScenario(new_job_rate=rate)
+        env = JobsEnv(scenario, draw_jobs(scenario, np.random.RandomState(seed)))
         while not env.done:
-            view = JobsView(DEFAULT, payload(env))
+            view = JobsView(scenario, env.payload())
             mask = view.mask()
             assert mask == [env.placeable(i) for i in range(DEFAULT.num_nw)] + [env.void_allowed()]
+            kept = [None if job is None else env._offset(job) for job in env.slots]
+            assert kept == [view.start_offset(i) for i in range(DEFAULT.num_nw)], (seed, rate, env.time)
             choices = [i for i, ok in enumerate(mask) if ok]
             action = rng.choice(choices)
             job, offset, time = env.slots[action] if action < DEFAULT.num_nw else None, None, env.time

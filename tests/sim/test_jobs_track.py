@@ -4,8 +4,10 @@ now, the lowest slot on a tie, Random over allowed actions); its scenarios in ev
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import fields
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,7 +19,7 @@ from layersched.sim.tracks.interface import Track
 from layersched.sim.tracks.jobs_v1 import baselines
 from layersched.sim.tracks.jobs_v1.env import JobsEnv
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
-from layersched.sim.tracks.jobs_v1.view import JobsView, payload
+from layersched.sim.tracks.jobs_v1.view import JobsView
 from layersched.sim.tracks.jobs_v1.workload import Job
 from layersched.sim.tracks.play import play_episode
 
@@ -27,12 +29,12 @@ DEFAULT = JobsScenario()
 
 def view_of(*specs: tuple[int, tuple[int, int]], placed: tuple[tuple[int, tuple[int, int]], ...] = ()) -> JobsView:
     """A view at time 0 whose machine holds ``placed`` (length, demand) and whose slots 0.. hold ``specs``."""
-    env = JobsEnv(DEFAULT, [Job(i, 0, length, demand) for i, (length, demand) in enumerate(placed)])
-    for i in range(len(placed)):
+    # All arrive at time 0, ``specs`` first: they fill slots 0.., and placing the rest leaves those slots empty.
+    assert len(specs) + len(placed) <= DEFAULT.num_nw, "a slot's job would come from the backlog"
+    env = JobsEnv(DEFAULT, [Job(i, 0, length, demand) for i, (length, demand) in enumerate(specs + placed)])
+    for i in range(len(specs), len(specs) + len(placed)):
         assert env.place(i)
-    for i, (length, demand) in enumerate(specs):
-        env.slots[i] = Job(len(placed) + i, 0, length, demand)
-    return JobsView(DEFAULT, payload(env))
+    return JobsView(DEFAULT, env.payload())
 
 
 def test_the_track_is_registered_with_all_of_the_interface() -> None:
@@ -282,3 +284,38 @@ def test_an_episodes_jobs_are_drawn_by_its_first_decision_not_before() -> None:
     episode = TRACK.simulator(DEFAULT).episode(workload)
     assert episode.start_message() == {} and workload.draws == 0
     assert episode.first_decision() is not None and workload.draws == 8  # the RandomState's seed words
+
+
+@pytest.mark.parametrize(
+    "vandalise",
+    [
+        lambda s: object.__setattr__(s, "num_nw", 0),
+        lambda s: object.__setattr__(s, "new_job_rate", 0.5),
+        lambda s: object.__setattr__(s, "__class__", type("Fake", (JobsScenario,), {"num_nw": 3})),
+    ],
+    ids=["an-int-field", "a-float-field", "its-class"],
+)
+def test_a_forced_write_into_a_views_scenario_reaches_no_later_view(vandalise: Callable[[Any], None]) -> None:
+    # The views of an episode share one copy of the scenario while it is intact; once a policy forces a write into
+    # it, the next view has a new copy, equal to the replica's own.
+    scenarios: list[Any] = []
+
+    def vandal(env: JobsView, rng: random.Random) -> int | None:
+        scenarios.append(env.scenario)
+        action = baselines.sjf(env, rng)
+        if len(scenarios) == 3:
+            vandalise(env.scenario)
+        return action
+
+    workload = EpisodeSpec("e", seed=2).workload_rng()
+    actions, _ = play_episode(TRACK.simulator(DEFAULT), TRACK.replica(DEFAULT), vandal, workload, random.Random(0))
+    sjf_actions, _ = play_episode(
+        TRACK.simulator(DEFAULT),
+        TRACK.replica(DEFAULT),
+        baselines.sjf,
+        EpisodeSpec("e", seed=2).workload_rng(),
+        random.Random(0),
+    )
+    assert actions == sjf_actions
+    assert scenarios[0] is scenarios[1] is scenarios[2] is not scenarios[3] is scenarios[4]
+    assert type(scenarios[3]) is JobsScenario and scenarios[3] == DEFAULT and scenarios[2] != DEFAULT

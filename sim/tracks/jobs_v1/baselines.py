@@ -59,12 +59,18 @@ def sjf(env: JobsView, rng: random.Random) -> int | None:
     # with len, so that is the highest score, and a later slot of the same length never replaces it. (fits_now's
     # test on free_units read once: most decisions end in a void after asking it of every job.)
     units, r = env.free_units(), env.scenario.num_res
+    # A job that fits now has demand <= free at step 0 resource by resource, and so demand <= free[0] as tuples
+    # (lexicographically): one C comparison, which most of the jobs that do not fit already fail.
+    now = tuple(units[:r])
     best, action = None, None
     for i, job in enumerate(env.slots):
-        if job is None or (best is not None and job.length >= best):
+        if job is None:
             continue
-        if fits_from_now(units, r, job):
-            best, action = job.length, i
+        length = job.length
+        if best is not None and length >= best:
+            continue
+        if now >= job.demand and fits_from_now(units, r, job):
+            best, action = length, i
     return action
 
 

@@ -12,6 +12,12 @@ for ``t`` in the horizon. A decision either places a visible job or is void:
   one a step longer), the step's arrival enters the first empty slot, else the backlog, else is dropped, and the
   step's reward is minus the sum of 1/len over every job in the system (on the machine, in a slot, in the backlog).
 
+Each decision's payload (``payload()``: what the sandbox's view is built from) is a flat tuple of ints (the wire's
+fast path)::
+
+    time, since_new_job, backlog, free[0, 0..R-1], ..., free[T-1, 0..R-1],
+    then per slot: length (0 when empty), arrival, demand[0..R-1]
+
 The job drawn for step 0 enters at time 0, before the first decision (the reference never introduces it: its jobs
 enter only after its first time step). The episode ends when no arrival can come (``time >= simu_len - 1``) and
 every job that arrived has finished. A void that would then wait for nothing (no arrival ahead, nothing on the
@@ -20,9 +26,10 @@ machine, a job waiting) is refused: every episode ends, whatever the policy does
 
 from __future__ import annotations
 
+import itertools
 import operator
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
@@ -32,6 +39,16 @@ if TYPE_CHECKING:
     import numpy as np
 
 _LENGTH = operator.attrgetter("length")
+PAYLOAD_HEAD = 3  # time, since_new_job, backlog
+_UNKNOWN = -1  # an offset not searched yet (a found one is >= 0, or None)
+
+
+def payload_layout(scenario: JobsScenario) -> tuple[int, int, int]:
+    """Where a decision's payload (layout in the module docstring) ends its free units, how many numbers each slot
+    has (length, arrival, then the demand per resource), and how many numbers it has in all."""
+    free_end = PAYLOAD_HEAD + scenario.time_horizon * scenario.num_res
+    width = 2 + scenario.num_res
+    return free_end, width, free_end + scenario.num_nw * width
 
 
 def _first_empty(slots: Sequence[Job | None]) -> int | None:
@@ -43,26 +60,25 @@ def _first_empty(slots: Sequence[Job | None]) -> int | None:
     return None
 
 
-def earliest_offset(free: Sequence[Sequence[int]], length: int, demand: Sequence[int], horizon: int) -> int | None:
-    """The first offset in ``0..horizon - length`` at which ``demand`` fits in ``free`` (its rows, one per step of
-    the horizon) for ``length`` steps."""
-    fits = (all(units >= need for units, need in zip(row, demand, strict=True)) for row in free[:horizon])
-    return first_run(fits, length)
-
-
-def first_run(fits: Iterable[bool], length: int) -> int | None:
-    """Where the first ``length`` consecutive true values of ``fits`` (a job fits at each step) begin, if any: a job
-    that fits at steps ``o..o + length - 1`` fits at offset ``o`` for its whole length."""
-    run = 0
-    for t, fit in enumerate(fits):
-        run = run + 1 if fit else 0
-        if run == length:
-            return t - length + 1
-    return None
+def earliest_offset(units: Sequence[int], num_res: int, demand: Sequence[int], length: int) -> int | None:
+    """The first offset at which ``demand`` fits in the free ``units`` (flat, step by step, over the horizon) for
+    ``length`` steps, if any: the plain search, over the payload's numbers, that the env's packed one must agree
+    with (the view's ``start_offset``)."""
+    # Whether each resource fits, step by step (C loops over a strided slice), then all of them at once: a run of
+    # ``length`` steps at which the job fits is then a substring, found by bytes.find. (A generator over the rows
+    # was a third of the track table's episodes, whose Random asks it of every slot: issue 19's benchmark.)
+    fits: Iterator[bool] | None = None
+    for r, need in enumerate(demand):
+        column = map(operator.ge, units[r::num_res], itertools.repeat(need))
+        fits = column if fits is None else map(operator.and_, fits, column)
+    if fits is None:
+        raise ValueError(f"a job's demand names no resource, got {demand!r}")
+    offset = bytes(fits).find(b"\x01" * length)
+    return None if offset < 0 else offset
 
 
 class _Inverse(dict[int, float]):
-    """``1.0 / n`` by ``n``, computed on first sight: the reward sums one per job in the system at every step."""
+    """``1.0 / n`` by ``n``, computed on first sight: each step's reward sums one per job in the system."""
 
     def __missing__(self, n: int) -> float:
         value = self[n] = 1.0 / n
@@ -88,26 +104,39 @@ class JobsEnv:
         self._idle_row = self._pack([s.res_slot] * s.num_res)
         self._rows = [self._idle_row] * s.time_horizon
         self._packed: dict[int, int] = {}  # job id -> its demand, packed as a row
+        self._length: dict[int, int] = {}  # job id -> its length (for the offsets a placement keeps)
         # The same units flat, step by step (the payload's layout), kept beside the packed rows by place and advance:
         # unpacking the rows for every decision's payload cost more than keeping both.
         self._idle_units = [s.res_slot] * s.num_res
         self._units = self._idle_units * s.time_horizon
-        # job id -> its earliest offset on the present rows (asked by decision_open, the reply's check and place)
+        # job id -> its earliest offset on the present rows (asked by decision_open, the reply's check and place);
+        # place and advance keep the offsets that they cannot have changed (see there).
         self._offsets: dict[int, int | None] = {}
         # job id -> a step before which it cannot start: rows only lose units (place) or shift by one with an idle
         # row behind (advance), so where a job did not fit it still does not, and a search starts there.
         self._not_before: dict[int, int] = {}
         self._inverse = _Inverse()  # length -> 1.0 / length (the reward's terms)
         self.time = 0
+        # Read freely; changed by place and _arrive only, through _fill, which keeps the payload's numbers of the
+        # slots beside them (building them at every decision was half of the payload's cost).
         self.slots: list[Job | None] = [None] * s.num_nw
+        self._slot_width = payload_layout(s)[1]
+        self._slot_numbers = [0] * (s.num_nw * self._slot_width)
         self.backlog: deque[Job] = deque()
-        self.running: list[Job] = []  # placed (running or reserved), not finished
+        # Placed (running or reserved), not finished, in placement order; a tuple, so that each step's record of who
+        # was in the system (``_in_system``) can hold it as it is.
+        self.running: tuple[Job, ...] = ()
         self.start: dict[int, int] = {}  # job id -> start step
         self.finish: dict[int, int] = {}
+        self._finish_steps: set[int] = set()  # the steps at which some placed job finishes
         self.entered: list[Job] = []  # arrivals that found a slot or backlog room, in arrival order
         self.dropped: list[Job] = []
         self.since_new_job = 0
-        self.rewards: list[float] = []  # one per time step
+        # Who was in the system after each time step (on the machine, in the slots, in the backlog): the steps'
+        # rewards are computed from these when asked (``rewards``), not at every step, since the scored path never
+        # asks (issue 19's benchmark: the sums were 7% of a decision's cost, the copies are 2%).
+        self._in_system: list[tuple[tuple[Job, ...], tuple[Job | None, ...], tuple[Job, ...]]] = []
+        self._rewards: list[float] = []
         self._arrive()
 
     @property
@@ -119,9 +148,26 @@ class JobsEnv:
         s = self.scenario
         return np.array(self.free_units(), dtype=np.int64).reshape(s.time_horizon, s.num_res)
 
+    @property
+    def rewards(self) -> list[float]:
+        """One reward per time step so far: minus the sum of 1/len over the jobs in the system after the step, summed
+        term by term in the reference's order (on the machine, in the slots, in the backlog; each sum starts from
+        the one before), so that each is exactly the reference's float (a new list: writing to it changes
+        nothing)."""
+        inverse = self._inverse.__getitem__
+        for running, slots, backlog in self._in_system[len(self._rewards) :]:
+            machine = sum(map(inverse, map(_LENGTH, running)))
+            waiting = sum(map(inverse, map(_LENGTH, filter(None, slots))), machine)
+            self._rewards.append(-sum(map(inverse, map(_LENGTH, backlog)), waiting))
+        return self._rewards.copy()
+
     def free_units(self) -> list[int]:
         """``free`` flattened, step by step (the payload's layout)."""
         return self._units.copy()
+
+    def payload(self) -> tuple[int, ...]:
+        """The decision payload of the present state (layout in the module docstring)."""
+        return (self.time, self.since_new_job, len(self.backlog), *self._units, *self._slot_numbers)
 
     # -- what a decision may do --
 
@@ -135,8 +181,10 @@ class JobsEnv:
 
     def decision_open(self) -> bool:
         """Whether the policy has a choice: some visible job can be placed (otherwise every action is void)."""
-        for job in self.slots:  # noqa: SIM110 (a loop: any() on a generator costs a frame per call, every step)
-            if job is not None and self._offset(job) is not None:
+        offsets = self._offsets
+        for job in self.slots:  # a loop: any() on a generator costs a frame per call, every step
+            # _offset's own lookup first, inline: most of the offsets asked here are known.
+            if job is not None and offsets.get(job.id, _UNKNOWN) is not None and self._offset(job) is not None:
                 return True
         return False
 
@@ -158,10 +206,14 @@ class JobsEnv:
         self.advance()
         return False
 
-    def settle(self) -> None:
-        """Advance time while no decision is open (each such step's every action is void) and the episode runs."""
-        while not self.done and not self.decision_open():
+    def settle(self) -> bool:
+        """Advance time while no decision is open (each such step's every action is void) and the episode runs;
+        returns whether a decision is open (else the episode has ended)."""
+        while not self.done:
+            if self.decision_open():
+                return True
             self.advance()
+        return False
 
     def place(self, slot: int) -> bool:
         job = self.slots[slot]
@@ -170,50 +222,55 @@ class JobsEnv:
         offset = self._offset(job)
         if offset is None:
             return False
-        need, rows = self._packed[job.id], self._rows
-        for t in range(offset, offset + job.length):
-            rows[t] -= need  # it fits: no field borrows from the next
+        need, rows, end = self._packed[job.id], self._rows, offset + job.length
+        rows[offset:end] = map(operator.sub, rows[offset:end], itertools.repeat(need))  # it fits: no field borrows
         r, units = self.scenario.num_res, self._units
         cut = slice(offset * r, (offset + job.length) * r)
         units[cut] = map(operator.sub, units[cut], job.demand * job.length)
-        self._offsets.clear()
+        # Steps offset..end - 1 lost units, no other: a job that fitted nowhere still fits nowhere, and one whose
+        # run lies clear of them still fits first where it did (the steps before it only lost units too). The others
+        # (this job among them) search again, from where they fitted (_not_before).
+        length = self._length
+        self._offsets = {
+            other: at for other, at in self._offsets.items() if at is None or at >= end or at + length[other] <= offset
+        }
         self._not_before.pop(job.id, None)
         self.start[job.id] = self.time + offset
         self.finish[job.id] = self.time + offset + job.length
-        self.running.append(job)
-        self.slots[slot] = self.backlog.popleft() if self.backlog else None
+        self._finish_steps.add(self.time + offset + job.length)
+        self.running += (job,)
+        self._fill(slot, self.backlog.popleft() if self.backlog else None)
         return True
 
-    def advance(self) -> float:
-        """One time step; returns (and records) its reward."""
+    def advance(self) -> None:
+        """One time step (its reward is in ``rewards``)."""
         s = self.scenario
         self.time += 1
         del self._rows[0]
         self._rows.append(self._idle_row)
         del self._units[: s.num_res]
         self._units += self._idle_units
-        self._offsets.clear()
-        self.running = [job for job in self.running if self.finish[job.id] > self.time]
+        # The steps shifted by one, an idle one behind: a job that fitted first at offset o >= 1 fits first at o - 1
+        # (an earlier fit would have been an earlier one before the shift). One that fitted at 0 (its first step
+        # is gone) or nowhere (the idle step may complete a run) searches again, from _not_before.
+        self._offsets = {other: at - 1 for other, at in self._offsets.items() if at}
+        if self.time in self._finish_steps:  # most steps, none finishes: the machine's list stays as it is
+            self._finish_steps.remove(self.time)
+            self.running = tuple([job for job in self.running if self.finish[job.id] > self.time])
         if self.since_new_job < s.max_track_since_new:
             self.since_new_job += 1
-        self._arrive()
-        # The reference's sum, term by term in its order (on the machine, in the slots, in the backlog): each sum
-        # starts from the one before.
-        inverse = self._inverse.__getitem__
-        reward = -sum(
-            map(inverse, map(_LENGTH, self.backlog)),
-            sum(map(inverse, map(_LENGTH, filter(None, self.slots))), sum(map(inverse, map(_LENGTH, self.running)))),
-        )
-        self.rewards.append(reward)
-        return reward
+        if self.time in self._arrivals:
+            self._arrive()
+        self._in_system.append((self.running, tuple(self.slots), tuple(self.backlog)))
 
     def _arrive(self) -> None:
         for job in self._arrivals.get(self.time, ()):
             self.since_new_job = 0  # as the reference, for a dropped arrival too
             self._packed[job.id] = self._pack(job.demand)
+            self._length[job.id] = job.length
             empty = _first_empty(self.slots)
             if empty is not None:
-                self.slots[empty] = job
+                self._fill(empty, job)
                 self.entered.append(job)
             elif len(self.backlog) < self.scenario.backlog_size:
                 self.backlog.append(job)
@@ -221,14 +278,21 @@ class JobsEnv:
             else:
                 self.dropped.append(job)
 
+    def _fill(self, slot: int, job: Job | None) -> None:
+        self.slots[slot] = job
+        width = self._slot_width
+        numbers = [0] * width if job is None else [job.length, job.arrival, *job.demand]
+        self._slot_numbers[slot * width : slot * width + width] = numbers
+
     def _pack(self, units: Sequence[int]) -> int:
         return sum(n << shift for n, shift in zip(units, self._shifts, strict=True))
 
     def _offset(self, job: Job) -> int | None:
         """The earliest offset at which ``job`` fits for its whole length (``earliest_offset`` on packed rows)."""
         offsets = self._offsets
-        if job.id in offsets:
-            return offsets[job.id]
+        known = offsets.get(job.id, _UNKNOWN)
+        if known != _UNKNOWN:
+            return known
         start = max(0, self._not_before.get(job.id, 0) - self.time)
         offset = offsets[job.id] = self._search(job, start)
         # Fits nowhere: no run of its length in any rows, so on later rows only one that reaches the last can be.
@@ -238,7 +302,8 @@ class JobsEnv:
     def _search(self, job: Job, start: int) -> int | None:
         """The first offset from ``start`` at which ``job`` fits for its whole length."""
         need, guards, length = self._packed[job.id], self._guards, job.length
-        # first_run, inlined: on this path (every slot, every step) its generator took 1.6x the time of the loop.
+        # A run-length loop over the packed rows: searches start where the job could not start before, so they are
+        # short, and this costs less than earliest_offset on the units (issue 19's benchmark: 8% more per decision).
         run = 0
         for t, row in enumerate(self._rows[start:], start):
             # Each field is free + 2**bits - need >= 0 (need <= 2**bits): its guard bit stays set iff free >= need.

@@ -25,7 +25,7 @@ from layersched.sim.errors import PolicyError
 from layersched.sim.tracks.jobs_v1.env import JobsEnv
 from layersched.sim.tracks.jobs_v1.sandbox import check_reply
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
-from layersched.sim.tracks.jobs_v1.view import JobsView, image_width, payload
+from layersched.sim.tracks.jobs_v1.view import JobsView, image_width
 from layersched.sim.tracks.jobs_v1.workload import SEED_WORDS, RandomState, draw_jobs, workload_state
 
 ObsType = npt.NDArray[np.float32]
@@ -70,7 +70,7 @@ class JobsGymEnv(gym.Env[ObsType, np.int64]):
         except PolicyError as exc:
             obs, info = self._observe(env)
             return obs, 0.0, False, True, {**info, "invalid_action": str(exc)}
-        passed = len(env.rewards)
+        passed = env.time  # one reward per time step
         self._decisions += 1
         env.act(checked)
         env.settle()
@@ -80,8 +80,8 @@ class JobsGymEnv(gym.Env[ObsType, np.int64]):
     def action_masks(self) -> npt.NDArray[np.bool_]:
         if self._env is None:
             raise RuntimeError("call reset() before action_masks()")
-        return np.array(JobsView(self.scenario, payload(self._env)).mask(), dtype=np.bool_)
+        return np.array(JobsView(self.scenario, self._env.payload()).mask(), dtype=np.bool_)
 
     def _observe(self, env: JobsEnv) -> tuple[ObsType, dict[str, Any]]:
-        view = JobsView(self.scenario, payload(env))
+        view = JobsView(self.scenario, env.payload())
         return view.observe(), {"action_mask": np.array(view.mask(), dtype=np.int8), "time": env.time}

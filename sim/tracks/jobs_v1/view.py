@@ -1,11 +1,7 @@
 """What a jobs-v1 policy sees: the present state, rebuilt fresh for every decision from the decision's payload.
 
-The payload is a flat tuple of ints (the wire's fast path)::
-
-    time, since_new_job, backlog, free[0, 0..R-1], ..., free[T-1, 0..R-1],
-    then per slot: length (0 when empty), arrival, demand[0..R-1]
-
-It holds the present only: the machine's free units over the horizon (what placed jobs have reserved), the visible
+The payload is ``JobsEnv.payload()``, a flat tuple of ints (its layout in env.py's docstring). It holds the present
+only: the machine's free units over the horizon (what placed jobs have reserved), the visible
 jobs and when they arrived, the backlog's length and the steps since the last arrival. Nothing of future arrivals,
 nor of the workload's seed. Because each decision's view is new, a policy may write to it freely.
 
@@ -19,17 +15,15 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 from functools import cached_property
-from itertools import chain
 from typing import TYPE_CHECKING, NamedTuple
 
-from layersched.sim.tracks.jobs_v1.env import JobsEnv, earliest_offset
+from layersched.sim.tracks.jobs_v1.env import PAYLOAD_HEAD, earliest_offset, payload_layout
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
 
 if TYPE_CHECKING:
     import numpy as np
 
 _new_tuple = tuple.__new__
-_HEAD = 3  # time, since_new_job, backlog
 
 
 class VisibleJob(NamedTuple):
@@ -43,22 +37,11 @@ class VisibleJob(NamedTuple):
     demand: tuple[int, ...]
 
 
-def payload(env: JobsEnv) -> tuple[int, ...]:
-    """The decision payload of ``env``'s present state (layout in the module docstring)."""
-    empty = (0,) * (2 + env.scenario.num_res)
-    slots = [empty if job is None else (job.length, job.arrival, *job.demand) for job in env.slots]
-    return (env.time, env.since_new_job, len(env.backlog), *env.free_units(), *chain.from_iterable(slots))
-
-
 def fits_from_now(units: Sequence[int], num_res: int, job: VisibleJob) -> bool:
     """Whether ``job`` fits in the free ``units`` (flat, step by step) from step 0 for its whole length: each unit of
     its first ``length`` steps against its demand repeated per step (on a few ints, plain Python costs less in
     calls than numpy's comparison)."""
     return all(map(operator.ge, units[: job.length * num_res], job.demand * job.length))
-
-
-def payload_size(scenario: JobsScenario) -> int:
-    return _HEAD + scenario.time_horizon * scenario.num_res + scenario.num_nw * (2 + scenario.num_res)
 
 
 class JobsView:
@@ -71,19 +54,18 @@ class JobsView:
         payload, to be shared rather than built again (a job stays in its slot over many decisions; a VisibleJob
         is immutable, so sharing it between views is safe); a replica keeps one per episode."""
         s = self.scenario = scenario
-        if len(values) != payload_size(s):
-            raise ValueError(f"a jobs-v1 payload has {payload_size(s)} numbers for this scenario, got {len(values)}")
+        cut, width, size = payload_layout(s)
+        if len(values) != size:
+            raise ValueError(f"a jobs-v1 payload has {size} numbers for this scenario, got {len(values)}")
         # The payload's numbers are ints (the trusted side's, through the wire's JSON): taken as they are, as a
         # tuple (its slices, each job's demand, are tuples too; tuple() returns a tuple itself).
         values = tuple(values)
         self.time, self.since_new_job, self.backlog = values[0], values[1], values[2]
-        cut = _HEAD + s.time_horizon * s.num_res
         # free's numbers, step by step: what the helpers read until ``free`` is built (see free_units).
-        self._free_units = values[_HEAD:cut]
-        width = 2 + s.num_res
+        self._free_units = values[PAYLOAD_HEAD:cut]
         jobs = {} if seen is None else seen
         slots: list[VisibleJob | None] = []
-        for i in range(cut, cut + s.num_nw * width, width):
+        for i in range(cut, size, width):
             if not values[i]:
                 slots.append(None)
                 continue
@@ -137,9 +119,7 @@ class JobsView:
         job = self.slots[slot]
         if job is None:
             return None
-        r, units = self.scenario.num_res, self.free_units()
-        rows = [units[t : t + r] for t in range(0, len(units), r)]
-        return earliest_offset(rows, job.length, job.demand, self.scenario.time_horizon)
+        return earliest_offset(self.free_units(), self.scenario.num_res, job.demand, job.length)
 
     def void_allowed(self) -> bool:
         """False only when a void would wait for nothing (no arrival ahead, nothing running): it is refused then."""

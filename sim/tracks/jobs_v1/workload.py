@@ -17,6 +17,7 @@ tests/sim/test_jobs_workload_rng.py pins its draws to ``numpy.random.RandomState
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,8 +52,15 @@ def _init_genrand(seed: int) -> list[int]:
     return mt
 
 
+@functools.cache
+def _init_by_array_base() -> tuple[int, ...]:
+    """init_by_array's starting state, the same for every key: computed once (a third of a keyed episode's
+    seeding)."""
+    return tuple(_init_genrand(19650218))
+
+
 def _init_by_array(key: Sequence[int]) -> list[int]:
-    mt = _init_genrand(19650218)
+    mt = list(_init_by_array_base())
     i, j = 1, 0
     for _ in range(max(_N, len(key))):
         prev = mt[i - 1]
@@ -90,7 +98,7 @@ class RandomState:
             if not seed or any(not 0 <= word <= _MASK32 for word in seed):
                 raise ValueError(f"Seed words must be a non-empty sequence in [0, 2**32), not {seed!r}")
             words = _init_by_array(seed)
-        self._mt = random.Random()
+        self._mt = random.Random(0)  # its state is replaced below (a seed spares reading os.urandom)
         self._mt.setstate((3, (*words, _N), None))
 
     def rand(self) -> float:
@@ -136,15 +144,17 @@ def workload_state(workload: random.Random) -> RandomState:
 def draw_jobs(scenario: JobsScenario, state: LegacyDraws) -> list[Job]:
     """The jobs of one episode, in arrival order (at most one per step, as the reference)."""
     s = scenario
+    rand, randint = state.rand, state.randint
+    short, long, dominant_demand, minor_demand = s.short_len, s.long_len, s.dominant_demand, s.minor_demand
     jobs: list[Job] = []
     for step in range(s.simu_len):
-        if state.rand() < s.new_job_rate:
-            low, high = s.short_len if state.rand() < SMALL_JOB_CHANCE else s.long_len
-            length = int(state.randint(low, high + 1))
-            dominant = int(state.randint(0, s.num_res))
+        if rand() < s.new_job_rate:
+            low, high = short if rand() < SMALL_JOB_CHANCE else long
+            length = int(randint(low, high + 1))
+            dominant = int(randint(0, s.num_res))
             demand = []
             for r in range(s.num_res):
-                low, high = s.dominant_demand if r == dominant else s.minor_demand
-                demand.append(int(state.randint(low, high + 1)))
+                low, high = dominant_demand if r == dominant else minor_demand
+                demand.append(int(randint(low, high + 1)))
             jobs.append(Job(len(jobs), step, length, tuple(demand)))
     return jobs

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from layersched.sim.catalog import canonical_json
+from layersched.sim.canonical import canonical_json
 from layersched.sim.errors import ScenarioError
 from layersched.sim.tracks.workflows_v1.dag import StaticDag, parse_dag
 from layersched.sim.tracks.workflows_v1.families import FAMILIES

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from layersched.sim.catalog import canonical_json
+from layersched.sim.canonical import canonical_json
 from layersched.sim.errors import EvalSetError, ScenarioError
 from layersched.sim.tracks.interface import ScenarioEntry
 from layersched.sim.tracks.values import check_name, integer, no_unknown, number
