@@ -319,3 +319,20 @@ def test_a_forced_write_into_a_views_scenario_reaches_no_later_view(vandalise: C
     assert actions == sjf_actions
     assert scenarios[0] is scenarios[1] is scenarios[2] is not scenarios[3] is scenarios[4]
     assert type(scenarios[3]) is JobsScenario and scenarios[3] == DEFAULT and scenarios[2] != DEFAULT
+
+
+def test_a_policy_that_writes_into_its_views_scenario_and_raises_leaves_the_next_view_intact() -> None:
+    replica = TRACK.replica(DEFAULT)
+    episode = TRACK.simulator(DEFAULT).episode(EpisodeSpec("e", seed=2).workload_rng())
+    replica.start(episode.start_message())
+    payload = episode.first_decision()
+
+    def vandal(env: JobsView, rng: random.Random) -> int | None:
+        object.__setattr__(env.scenario, "num_nw", 0)
+        raise RuntimeError("after the write")
+
+    with pytest.raises(RuntimeError, match="after the write"):
+        replica.decide(vandal, payload, 0, random.Random(0))
+    seen: list[JobsView] = []
+    replica.decide(lambda env, rng: seen.append(env), payload, 0, random.Random(0))
+    assert seen[0].scenario == DEFAULT and len(seen[0].slots) == DEFAULT.num_nw

@@ -128,15 +128,19 @@ class JobsReplica:
 
     def start(self, message: dict[str, Any]) -> None:
         self._seen = {}
+        self._view_scenario = dataclasses.replace(self.scenario)
 
     def decide(self, policy: Policy, payload: Any, step: int, rng: random.Random) -> object:
         shared = self._view_scenario
-        reply = policy(JobsView(shared, payload, self._seen), rng)
-        # A policy that forced a write into its view's scenario (it is frozen) changes nothing that the next view is
-        # built from: a changed class or field gets a new copy. (Fields compared by ==, which takes the very same
-        # object as equal at once: a value that lies about its equality misleads only the policy that put it there.)
-        if type(shared) is not type(self.scenario) or self._fields(shared) != self._values:
-            self._view_scenario = dataclasses.replace(self.scenario)
+        try:
+            reply = policy(JobsView(shared, payload, self._seen), rng)
+        finally:
+            # A policy that forced a write into its view's scenario (it is frozen) changes nothing that the next
+            # view is built from, even if it then raised: a changed class or field gets a new copy. (Fields compared
+            # by ==, which takes the very same object as equal at once: a value that lies about its equality misleads
+            # only the policy that put it there.)
+            if type(shared) is not type(self.scenario) or self._fields(shared) != self._values:
+                self._view_scenario = dataclasses.replace(self.scenario)
         # None is void: sent as the void's integer, since the wire carries integer actions only.
         return self.scenario.void if reply is None else reply
 

@@ -1,9 +1,9 @@
 """What a jobs-v1 policy sees: the present state, rebuilt fresh for every decision from the decision's payload.
 
 The payload is ``JobsEnv.payload()``, a flat tuple of ints (its layout in env.py's docstring). It holds the present
-only: the machine's free units over the horizon (what placed jobs have reserved), the visible
-jobs and when they arrived, the backlog's length and the steps since the last arrival. Nothing of future arrivals,
-nor of the workload's seed. Because each decision's view is new, a policy may write to it freely.
+only: the machine's free units over the horizon (what placed jobs have reserved), the visible jobs and when they
+arrived, the backlog's length and the steps since the last arrival. Nothing of future arrivals, nor of the
+workload's seed. Because each decision's view is new, a policy may write to it freely.
 
 numpy is imported by the first use of ``free`` (or ``used``, ``observe``), not before: the view's own helpers read
 the payload's numbers until then, and a policy that never asks for an array (the baselines: the track's table)
