@@ -32,6 +32,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from layersched.sim.float_sum import left_sum
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
 from layersched.sim.tracks.jobs_v1.workload import Job
 
@@ -152,13 +153,13 @@ class JobsEnv:
     def rewards(self) -> list[float]:
         """One reward per time step so far: minus the sum of 1/len over the jobs in the system after the step, summed
         term by term in the reference's order (on the machine, in the slots, in the backlog; each sum starts from
-        the one before), so that each is exactly the reference's float (a new list: writing to it changes
-        nothing)."""
+        the one before, left to right on every Python: ``left_sum``), so that each is exactly the reference's float
+        (a new list: writing to it changes nothing)."""
         inverse = self._inverse.__getitem__
         for running, slots, backlog in self._in_system[len(self._rewards) :]:
-            machine = sum(map(inverse, map(_LENGTH, running)))
-            waiting = sum(map(inverse, map(_LENGTH, filter(None, slots))), machine)
-            self._rewards.append(-sum(map(inverse, map(_LENGTH, backlog)), waiting))
+            machine = left_sum(map(inverse, map(_LENGTH, running)))
+            waiting = left_sum(map(inverse, map(_LENGTH, filter(None, slots))), machine)
+            self._rewards.append(-left_sum(map(inverse, map(_LENGTH, backlog)), waiting))
         return self._rewards.copy()
 
     def free_units(self) -> list[int]:

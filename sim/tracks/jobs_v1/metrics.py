@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from layersched.sim.float_sum import left_sum
 from layersched.sim.tracks.interface import MetricSpec
 from layersched.sim.tracks.jobs_v1.env import JobsEnv
 
@@ -41,7 +42,7 @@ def episode_metrics(env: JobsEnv) -> JobsMetrics:
     end = max([s.simu_len, *env.finish.values()])
     work = [sum(job.length * job.demand[r] for job in jobs) / (s.res_slot * end) for r in range(s.num_res)]
     return JobsMetrics(
-        mean_slowdown=sum(slowdown) / len(jobs) if jobs else 1.0,
+        mean_slowdown=left_sum(slowdown) / len(jobs) if jobs else 1.0,  # the same float on every Python
         mean_completion=sum(completion) / len(jobs) if jobs else 0.0,
         utilisation_1=work[0],
         utilisation_2=work[1],
