@@ -256,6 +256,25 @@ def test_a_reply_that_is_not_a_slot_is_refused_naming_it(reply: object) -> None:
     )
 
 
+class _Lying(int):
+    def __index__(self) -> int:
+        return 3
+
+
+class _NotAnInt:
+    def __index__(self) -> float:
+        return 2.5
+
+
+def test_a_reply_is_read_as_the_wire_encodes_it() -> None:
+    # operator.index, as the sandbox's wire: an int subclass is its int value whatever its __index__ says, and an
+    # __index__ that returns no int is refused, naming the reply (in-process as on the server).
+    env = JobsEnv(DEFAULT, jobs((0, 1, (1, 1))))
+    assert check_reply(env, _Lying(0), 0) == 0
+    with pytest.raises(PolicyError, match=r"^step 4: policy returned .*_NotAnInt.* whose __index__ fails: "):
+        check_reply(env, _NotAnInt(), 4)
+
+
 def test_12_none_and_num_nw_are_void_and_numpy_ints_are_slots() -> None:
     env = JobsEnv(DEFAULT, jobs((0, 1, (1, 1))))
     assert check_reply(env, None, 0) == check_reply(env, 10, 0) == 10

@@ -3,6 +3,7 @@ now, the lowest slot on a tie, Random over allowed actions); its scenarios in ev
 
 from __future__ import annotations
 
+import operator
 import random
 from collections.abc import Callable
 from dataclasses import fields
@@ -321,11 +322,18 @@ def test_a_forced_write_into_a_views_scenario_reaches_no_later_view(vandalise: C
     assert type(scenarios[3]) is JobsScenario and scenarios[3] == DEFAULT and scenarios[2] != DEFAULT
 
 
-def test_a_policy_that_writes_into_its_views_scenario_and_raises_leaves_the_next_view_intact() -> None:
+def test_a_write_into_the_views_scenario_at_any_time_reaches_no_later_view() -> None:
+    # Whenever the policy writes (during its decision and then raising, in its reply's __index__, which runs after
+    # the decision, or by deleting a field), the next view is built from an intact copy.
     replica = TRACK.replica(DEFAULT)
     episode = TRACK.simulator(DEFAULT).episode(EpisodeSpec("e", seed=2).workload_rng())
     replica.start(episode.start_message())
     payload = episode.first_decision()
+    seen: list[JobsView] = []
+
+    def next_view() -> JobsView:
+        replica.decide(lambda env, rng: seen.append(env), payload, 0, random.Random(0))
+        return seen[-1]
 
     def vandal(env: JobsView, rng: random.Random) -> int | None:
         object.__setattr__(env.scenario, "num_nw", 0)
@@ -333,6 +341,19 @@ def test_a_policy_that_writes_into_its_views_scenario_and_raises_leaves_the_next
 
     with pytest.raises(RuntimeError, match="after the write"):
         replica.decide(vandal, payload, 0, random.Random(0))
-    seen: list[JobsView] = []
-    replica.decide(lambda env, rng: seen.append(env), payload, 0, random.Random(0))
-    assert seen[0].scenario == DEFAULT and len(seen[0].slots) == DEFAULT.num_nw
+    assert next_view().scenario == DEFAULT and len(seen[-1].slots) == DEFAULT.num_nw
+
+    class Writes:
+        def __init__(self, scenario: object) -> None:
+            self.scenario = scenario
+
+        def __index__(self) -> int:
+            object.__setattr__(self.scenario, "res_slot", 3)
+            return 0
+
+    reply = replica.decide(lambda env, rng: Writes(env.scenario), payload, 0, random.Random(0))
+    assert operator.index(reply) == 0 and seen[-1].scenario.res_slot == 3  # written after that decision
+    assert next_view().scenario == DEFAULT
+
+    object.__delattr__(next_view().scenario, "res_slot")
+    assert next_view().scenario == DEFAULT and next_view().scenario.res_slot == DEFAULT.res_slot

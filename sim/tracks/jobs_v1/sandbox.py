@@ -42,7 +42,17 @@ def check_reply(env: JobsEnv, value: object, step: int) -> int:
             value=value,
         )
     else:
-        action = value.__index__()  # an int, or a numpy integer in-process
+        # As the wire encodes it (operator.index): an int subclass is its int value, whatever its __index__ says,
+        # and an __index__ that returns no int is refused, so that a run in-process is the sandboxed run.
+        try:
+            action = operator.index(value)
+        except TypeError as exc:
+            raise PolicyError(
+                f"step {step}: policy returned {value!r:.80} of type {type(value).__name__}, whose __index__ fails: "
+                f"{exc}",
+                step=step,
+                value=value,
+            ) from None
     if not 0 <= action <= void:
         raise PolicyError(
             f"step {step}: policy returned slot {action}, outside 0..{void - 1} (None or {void} for void)",
@@ -131,18 +141,21 @@ class JobsReplica:
         self._view_scenario = dataclasses.replace(self.scenario)
 
     def decide(self, policy: Policy, payload: Any, step: int, rng: random.Random) -> object:
-        shared = self._view_scenario
-        try:
-            reply = policy(JobsView(shared, payload, self._seen), rng)
-        finally:
-            # A policy that forced a write into its view's scenario (it is frozen) changes nothing that the next
-            # view is built from, even if it then raised: a changed class or field gets a new copy. (Fields compared
-            # by ==, which takes the very same object as equal at once: a value that lies about its equality misleads
-            # only the policy that put it there.)
-            if type(shared) is not type(self.scenario) or self._fields(shared) != self._values:
-                self._view_scenario = dataclasses.replace(self.scenario)
+        # A policy that forced a write into its views' scenario (it is frozen) changes nothing that this view is
+        # built from, whenever it wrote (during its decision, in its reply's __index__, from a thread between two
+        # decisions): a changed class or field gets a new copy. (Fields compared by ==, which takes the very same
+        # object as equal at once: a value that lies about its equality misleads only the policy that put it there.)
+        if not self._intact(self._view_scenario):
+            self._view_scenario = dataclasses.replace(self.scenario)
+        reply = policy(JobsView(self._view_scenario, payload, self._seen), rng)
         # None is void: sent as the void's integer, since the wire carries integer actions only.
         return self.scenario.void if reply is None else reply
+
+    def _intact(self, shared: JobsScenario) -> bool:
+        try:
+            return type(shared) is type(self.scenario) and self._fields(shared) == self._values
+        except Exception:  # a field deleted, or a value whose comparison raises: not intact
+            return False
 
     def in_range(self, action: int) -> bool:
         return 0 <= action <= self.scenario.num_nw
