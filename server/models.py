@@ -38,6 +38,13 @@ TERMINAL_STATES = ("succeeded", "failed", "cancelled")
 SANDBOXES = ("docker", "process")
 # Who sees a phase and its boards: everyone, or the organisers only (a phase being prepared, a hidden check round).
 PHASE_VISIBILITIES = ("public", "organisers")
+# The longest name of a user, a team, a submission or an evaluation set: the request schemas allow exactly this
+# (schemas.py), and every column a name is copied into holds it.
+NAME_LENGTH = 100
+# An audit entry's target is a kind and a row's id or name ("team:<name>", "evalset:<name>", "leaderboard:<phase>"):
+# room for the longest kind ("leaderboard:", 12 characters) and the longest name, with some to spare.
+# storage.audit refuses a longer one before PostgreSQL would (SQLite ignores lengths).
+AUDIT_TARGET_LENGTH = NAME_LENGTH + 50
 
 
 def utcnow() -> dt.datetime:
@@ -86,7 +93,7 @@ class User(Base):
     __table_args__ = (CheckConstraint(_one_of("role", ROLES), name="role"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(100), unique=True)
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), unique=True)
     email: Mapped[str] = mapped_column(String(254), unique=True)
     role: Mapped[str] = mapped_column(String(16), default="participant")
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
@@ -124,7 +131,7 @@ class Submission(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
-    name: Mapped[str] = mapped_column(String(100))
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH))
     description: Mapped[str] = mapped_column(Text, default="")
     bundle_sha256: Mapped[str] = mapped_column(String(64), index=True)
     bundle_format: Mapped[str] = mapped_column(String(8))
@@ -160,7 +167,7 @@ class Evaluation(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
     kind: Mapped[str] = mapped_column(String(16), default="initial")
-    evalset_name: Mapped[str] = mapped_column(String(100))
+    evalset_name: Mapped[str] = mapped_column(String(NAME_LENGTH))
     evalset_commitment: Mapped[str] = mapped_column(String(64))
     state: Mapped[str] = mapped_column(String(16), default="queued", index=True)
     progress_done: Mapped[int] = mapped_column(Integer, default=0)
@@ -269,7 +276,7 @@ class EvalSet(Base):
     __tablename__ = "evalsets"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(100), unique=True)
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), unique=True)
     commitment: Mapped[str] = mapped_column(String(64))
     path: Mapped[str] = mapped_column(Text)
     # The id of the track whose problem the set's scenarios are (``layersched.sim.tracks``): the board of this set
@@ -311,7 +318,7 @@ class Team(Base):
     __tablename__ = "teams"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(100), unique=True)
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), unique=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
     created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
 
@@ -374,7 +381,7 @@ class AuditLogEntry(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
     actor_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
-    actor: Mapped[str] = mapped_column(String(100))
+    actor: Mapped[str] = mapped_column(String(NAME_LENGTH))  # the actor's name
     action: Mapped[str] = mapped_column(String(50))
-    target: Mapped[str] = mapped_column(String(100))
+    target: Mapped[str] = mapped_column(String(AUDIT_TARGET_LENGTH))
     detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

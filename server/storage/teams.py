@@ -30,7 +30,7 @@ from layersched.server.errors import Conflict, Forbidden, NotFound
 from layersched.server.models import Phase, Submission, Team, TeamInvite, TeamMember, User
 from layersched.server.storage.audit import add_log_entry
 from layersched.server.storage.members import lock_competitor, lock_row, team_of
-from layersched.server.storage.names import name_conflict
+from layersched.server.storage.names import check_display_name, name_conflict
 from layersched.server.storage.phases import is_open
 from layersched.server.storage.quota import count_owned_in_flight, count_owned_today, phase_quota
 
@@ -92,6 +92,7 @@ def create_team(
 ) -> Team:
     """A new team named ``name``; ``founder`` (a participant outside any team) is its first member. Organisers
     make teams without a founder and assign members (``actor``: who asks; organisers ignore the deadline)."""
+    check_display_name(name)
     if actor.role != "organiser":
         _check_changes_open(deadline, now)
     if founder is not None:
