@@ -382,9 +382,9 @@ class Client:
         """The challenge's phases (``GET /phases``), in the order they open."""
         return _page(self._request("GET", "/phases"), PhaseInfo, "phases").data
 
-    def teams(self) -> list[Team]:
-        """Every team and its members (``GET /teams``)."""
-        return _page(self._request("GET", "/teams"), Team, "teams").data
+    def teams(self, *, offset: int = 0, limit: int = 50) -> Page[Team]:
+        """A page of the teams and their members, oldest first, and how many there are (``GET /teams``)."""
+        return _page(self._request("GET", "/teams", params={"offset": offset, "limit": limit}), Team, "teams")
 
     def my_team(self) -> Team:
         """The caller's team (``GET /teams/mine``); ``NotFound`` when they are in none."""

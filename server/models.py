@@ -147,6 +147,9 @@ class Submission(Base):
     # The phase it was made for: its initial evaluation runs on the phase's set, its reruns and audits stay there,
     # and it ranks on that phase's boards only.
     phase_id: Mapped[int] = mapped_column(ForeignKey("phases.id"), index=True)
+    # The team its owner was in when it was made (None: alone): the competitor whose Ladder it was a probe of. What
+    # the Ladder showed of it then is what anyone is shown of it for good, whoever joins or leaves later.
+    team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="SET NULL"), index=True)
 
     owner: Mapped[User] = relationship()
     phase: Mapped[Phase] = relationship()
@@ -313,14 +316,30 @@ class Phase(Base):
 
 class Team(Base):
     """Participants who compete as one: one quota, one leaderboard row, one final selection, and each member reads
-    every submission of the others. A participant is in at most one team at a time (Kaggle's rule)."""
+    every submission of the others. A participant is in at most one team at a time (Kaggle's rule).
+
+    A team whose last member leaves is dissolved: it keeps its row, since its history and its
+    submissions' Ladder refer to it, but not its name, which a new team or user may take (the partial unique index
+    holds one live team per name)."""
 
     __tablename__ = "teams"
+    __table_args__ = (
+        Index(
+            "uq_teams_live_name",
+            "name",
+            unique=True,
+            sqlite_where=text("dissolved_at IS NULL"),
+            postgresql_where=text("dissolved_at IS NULL"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(NAME_LENGTH), unique=True)
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
-    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    # Who made it: its founder, or the organiser who made it empty. A participant founds at most
+    # Settings.team_creations teams (storage.teams.create_team counts these).
+    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
+    dissolved_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
 
     members: Mapped[list[TeamMember]] = relationship(
         primaryjoin="and_(Team.id == TeamMember.team_id, TeamMember.left_at.is_(None))",

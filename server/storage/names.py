@@ -39,6 +39,7 @@ def name_conflict(*, session: Session, name: str, owner: User | None = None) -> 
     user = session.scalar(select(User).where(func.lower(User.name) == folded))
     if user is not None and (owner is None or user.id != owner.id):
         return f"{name!r} is the name of a participant: the leaderboard could not tell the two apart"
-    if session.scalar(select(Team.id).where(func.lower(Team.name) == folded)) is not None:
+    live_team = select(Team.id).where(func.lower(Team.name) == folded, Team.dissolved_at.is_(None))
+    if session.scalar(live_team) is not None:  # a dissolved team's name is free (storage.teams)
         return f"a team named {name!r} already exists"
     return None
