@@ -165,6 +165,18 @@ class Evaluation(Base):
     __table_args__ = (
         CheckConstraint(_one_of("kind", EVALUATION_KINDS), name="kind"),
         CheckConstraint(_one_of("state", EVALUATION_STATES), name="state"),
+        # What a metrics scrape reads (server/metrics.py), each from its index alone: the counts by kind and state,
+        # each submission's newest evaluation that is not an audit, and the finished evaluations' wall times.
+        Index("ix_evaluations_kind_state", "kind", "state"),
+        Index(
+            "ix_evaluations_newest",
+            "submission_id",
+            "id",
+            "state",
+            sqlite_where=text("kind <> 'audit'"),
+            postgresql_where=text("kind <> 'audit'"),
+        ),
+        Index("ix_evaluations_durations", "state", "started_at", "finished_at"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

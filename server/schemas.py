@@ -365,5 +365,8 @@ class EvalSetPublic(TrackDescribed):
 
 
 class Health(BaseModel):
-    database: str
-    broker: str
+    """``/healthz``: healthy or not for everyone; each dependency's answer (``ok`` or its error) for organisers."""
+
+    status: Literal["ok", "unavailable"]
+    database: str | None = None
+    broker: str | None = None
