@@ -8,7 +8,7 @@ and the broker's answers (their error text names hosts, databases and drivers) g
 from __future__ import annotations
 
 import logging
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
@@ -20,13 +20,16 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from layersched.server.deps import Organiser, SessionDep, SettingsDep, bearer, get_optional_user
 from layersched.server.queue import ping_broker
-from layersched.server.schemas import Health
+from layersched.server.schemas import ErrorBody, Health
 
 router = APIRouter(tags=["operations"])
 log = logging.getLogger(__name__)
+_UNKNOWN_TOKEN: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorBody, "description": "a token was sent that is unknown or revoked"}
+}
 
 
-@router.get("/healthz", response_model=Health, responses={503: {"model": Health}})
+@router.get("/healthz", response_model=Health, responses={503: {"model": Health}, **_UNKNOWN_TOKEN})
 def healthz(
     session: SessionDep,
     settings: SettingsDep,
@@ -55,7 +58,15 @@ def healthz(
     return JSONResponse(body, status_code=200 if healthy else 503)
 
 
-@router.get("/metrics", response_class=Response)
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={
+        200: {"content": {CONTENT_TYPE_LATEST.split(";")[0]: {}}, "description": "Prometheus text"},
+        401: {"model": ErrorBody, "description": "no token, or an unknown or revoked one"},
+        403: {"model": ErrorBody, "description": "the token is not an organiser's"},
+    },
+)
 def metrics(request: Request, _organiser: Organiser) -> Response:
     """The service's Prometheus metrics, for an organiser's token (``Authorization: Bearer``; README: Production)."""
     return Response(generate_latest(request.app.state.metrics), media_type=CONTENT_TYPE_LATEST)
