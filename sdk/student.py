@@ -125,7 +125,7 @@ def cmd_select(args: argparse.Namespace) -> int:
 
     with Client.from_config() as client:
         sub = client.select(args.id)
-    print(f"selected #{sub.id} {sub.name!r} for the final ranking")
+    print(f"selected #{sub.id} '{sub.name}' for the final ranking")
     return 0
 
 
@@ -134,7 +134,7 @@ def cmd_unselect(args: argparse.Namespace) -> int:
 
     with Client.from_config() as client:
         sub = client.unselect(args.id)
-    print(f"unselected #{sub.id} {sub.name!r}")
+    print(f"unselected #{sub.id} '{sub.name}'")
     return 0
 
 

@@ -95,7 +95,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
                 track=track.id if phase_track is not None else None,
                 on_progress=lambda sent, total: bar.update(sent, total),
             )
-        print(f"submitted #{submission.id} {submission.name!r} ({submission.state})")
+        print(f"submitted #{submission.id} '{submission.name}' ({submission.state})")
         print(_page_line(client, submission.id))
         if not args.wait:
             print(f"follow it with: layersched status {submission.id}")
@@ -269,7 +269,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         rank, selection = _rank_text(client, sub), _selection_text(client, sub)
         reference = _score_reference(client, sub)
     print(
-        f"#{sub.id} {sub.name!r} by {sub.owner}, created {sub.created_at}"
+        f"#{sub.id} '{sub.name}' by {sub.owner}, created {sub.created_at}"
         + (f", phase {sub.phase}" if sub.phase else "")
     )
     if sub.description:
