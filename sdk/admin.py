@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from layersched.sdk.admin_phases import add_phase_parser
+from layersched.sdk.admin_users import add_user_commands
 from layersched.sdk.arguments import phase_name
 from layersched.sdk.commands import AddCommand, configured_client, missing_action
 from layersched.sdk.errors import ConfigError
@@ -46,9 +47,12 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         actions,
         "user",
         missing_action,
-        "create participants and organisers",
-        "Create an account; its token is printed once.",
+        "create, import, list, disable and enable users",
+        "Create an account (its token is printed once), enrol a roster file at once, list the users,\n"
+        "disable or enable one, or give one a one-time sign-in link.",
         "  layersched admin user add --name Ada --email ada@example.org\n"
+        "  layersched admin user import roster.csv --tokens-out tokens.csv\n"
+        "  layersched admin user list\n"
         "  layersched admin user add --name Root --email root@example.org --role organiser --bootstrap\n",
     )
     user_actions = user.add_subparsers(dest="user_command", metavar="ACTION")
@@ -77,6 +81,7 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         help="with --bootstrap: the database of `layersched serve --data-dir DIR` (default: LAYERSCHED_DATABASE_URL, "
         "else ./var)",
     )
+    add_user_commands(user_actions, add)
 
     token = add(
         actions,

@@ -51,6 +51,7 @@ from layersched.sdk.api.responses import (
 from layersched.sdk.api.submissions import ProgressCallback, SubmissionsApi
 from layersched.sdk.api.teams import TeamsApi
 from layersched.sdk.api.transport import API_PREFIX
+from layersched.sdk.api.users import UsersApi
 from layersched.sdk.config import Config, load_config
 
 __all__ = [
@@ -86,7 +87,7 @@ __all__ = [
 ]
 
 
-class Client(MeApi, SubmissionsApi, PhasesApi, TeamsApi, AdminApi):
+class Client(MeApi, SubmissionsApi, PhasesApi, TeamsApi, AdminApi, UsersApi):
     """Talks to one server. ``token`` may be None for the public leaderboard."""
 
     @classmethod

@@ -32,8 +32,10 @@ from layersched.server.routes import (
     pages,
     phases,
     signin,
+    signin_links,
     submissions,
     teams,
+    users,
 )
 from layersched.server.schemas import ErrorBody
 from layersched.server.tracks import load_tracks
@@ -51,7 +53,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         404: "no such row, or not the caller's (not_found)",
         409: "contradicts the current state (conflict)",
         413: "upload over the bundle limit (bundle_too_large), or another body over 1 MiB (request_too_large)",
-        422: "invalid parameters, body, bundle or policy (invalid_request, invalid_bundle, invalid_policy)",
+        422: "invalid parameters, body, bundle, policy or roster (invalid_request, invalid_bundle, invalid_policy, "
+        "invalid_roster)",
         429: "daily quota or in-flight limit reached (quota_exceeded, too_many_in_flight)",
         503: "a service the request needs is unavailable (storage_unavailable)",
     }.items()
@@ -105,11 +108,12 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
         upload_path=f"{API_PREFIX}/submissions",
         sessionmaker=app.state.sessionmaker,
     )
-    for module in (me, submissions, leaderboard, phases, teams, evalsets, admin):
+    for module in (me, submissions, leaderboard, phases, teams, evalsets, admin, users):
         app.include_router(module.router, prefix=API_PREFIX, responses=ERROR_RESPONSES)
     app.include_router(health.router)
     app.include_router(pages.router)
     app.include_router(signin.router)
+    app.include_router(signin_links.router)
     app.include_router(api_docs.router)
     api_docs.mount_assets(app)
     return app

@@ -83,6 +83,10 @@ class Settings(BaseSettings):
         ),
     ] = None
 
+    signin_link_hours: Annotated[
+        float, Field(gt=0, description="how long a one-time sign-in link (admin user import --links) can be used")
+    ] = 168
+
     public_url: Annotated[
         str | None,
         Field(

@@ -10,6 +10,7 @@ Hierarchy (HTTP status and ``code`` of the error body in brackets)::
     ├── BundleTooLarge                 [413 bundle_too_large]
     ├── InvalidBundle                  [422 invalid_bundle] an archive that is unsafe, malformed or over a limit
     ├── InvalidPolicy                  [422 invalid_policy] the entry point does not parse or lacks ``policy``
+    ├── InvalidRoster                  [422 invalid_roster] a roster line is bad (named by line and field)
     ├── QuotaExceeded                  [429 quota_exceeded] the daily submission quota is used up
     ├── TooManyInFlight                [429 too_many_in_flight]
     ├── StorageUnavailable             [503 storage_unavailable] the bundle store cannot be written
@@ -67,6 +68,11 @@ class InvalidBundle(ServiceError):
 class InvalidPolicy(ServiceError):
     status = 422
     code = "invalid_policy"
+
+
+class InvalidRoster(ServiceError):
+    status = 422
+    code = "invalid_roster"
 
 
 class QuotaExceeded(ServiceError):

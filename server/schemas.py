@@ -64,11 +64,12 @@ class MePublic(UserPublic):
 
 # Names shown on the boards: a participant's and a team's follow one rule.
 DISPLAY_NAME = r"^[A-Za-z0-9_.@+-]+( [A-Za-z0-9_.@+-]+)*$"
+EMAIL = r"^[^@\s\x00]+@[^@\s\x00]+$"
 
 
 class UserCreate(BaseModel):
     name: str = Field(min_length=1, max_length=100, pattern=DISPLAY_NAME)
-    email: str = Field(min_length=3, max_length=254, pattern=r"^[^@\s\x00]+@[^@\s\x00]+$")
+    email: str = Field(min_length=3, max_length=254, pattern=EMAIL)
     role: Role = "participant"
 
 

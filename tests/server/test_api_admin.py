@@ -22,6 +22,12 @@ ADMIN_ROUTES = [
     ("post", "/api/v1/admin/evalsets/sample/reveal", None),
     ("get", "/api/v1/admin/audit-log", None),
     ("get", "/api/v1/admin/evaluations/1", None),
+    # Running a term (issue 32)
+    ("post", "/api/v1/admin/users/import", {"rows": []}),
+    ("get", "/api/v1/admin/users", None),
+    ("post", "/api/v1/admin/users/bob/disable", {}),
+    ("post", "/api/v1/admin/users/bob/enable", None),
+    ("post", "/api/v1/admin/users/bob/links", None),
 ]
 ROUTE_IDS = [f"{m}:{p.removeprefix('/api/v1/admin/')}" for m, p, _ in ADMIN_ROUTES]
 

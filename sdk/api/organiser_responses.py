@@ -1,0 +1,53 @@
+"""What the organisers' routes for running a term answer (docs/API.md, issue 32), as frozen dataclasses: the roster
+and the users' list, submissions' views, bulk moderation, quota grants, webhooks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Enrolled:
+    """A user a roster created, with a token or a one-time sign-in link (shown once)."""
+
+    name: str
+    email: str
+    role: str
+    team: str | None = None
+    token: str | None = None
+    link: str | None = None
+    link_expires_at: str | None = None
+
+
+@dataclass(frozen=True)
+class RosterImported:
+    created: list[Enrolled]
+    existing: list[str]
+    teams_created: list[str]
+    assigned: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class UserListed:
+    id: int
+    name: str
+    email: str
+    role: str
+    created_at: str
+    tokens_active: int
+    team: str | None = None
+    last_submission_at: str | None = None
+    disabled_at: str | None = None
+
+
+@dataclass(frozen=True)
+class UserDisabled:
+    user: UserListed
+    tokens_revoked: int
+
+
+@dataclass(frozen=True)
+class LinkCreated:
+    user: str
+    link: str
+    expires_at: str

@@ -1,0 +1,83 @@
+"""Request and response bodies of the organisers' routes for running a term (issue 32): the roster and the users'
+list, submissions' views and bulk moderation, quota grants, webhooks and the analytics (docs/API.md)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from layersched.server.schemas import NO_NUL, Role
+
+# Long enough for any bad value to reach the roster's own checks, which name its line; short enough to bound a body.
+_CELL = 1000
+
+
+class RosterLine(BaseModel):
+    """One line of a roster file, with its number in the file (errors name it)."""
+
+    line: int = Field(ge=1, le=1_000_000)
+    name: str = Field(max_length=_CELL, pattern=NO_NUL)
+    email: str = Field(max_length=_CELL, pattern=NO_NUL)
+    team: str | None = Field(default=None, max_length=_CELL, pattern=NO_NUL)
+    role: str = Field(default="participant", max_length=_CELL, pattern=NO_NUL)
+
+
+class RosterImport(BaseModel):
+    rows: list[RosterLine] = Field(max_length=5000)
+    links: bool = Field(default=False, description="give each new user a one-time sign-in link instead of a token")
+
+
+class Enrolled(BaseModel):
+    name: str
+    email: str
+    role: Role
+    team: str | None
+    token: str | None  # shown once; None with links
+    link: str | None  # the one-time sign-in link, shown once; None without links
+    link_expires_at: dt.datetime | None
+
+
+class RosterImported(BaseModel):
+    created: list[Enrolled]
+    existing: list[str]  # users of the file already there, unchanged
+    teams_created: list[str]
+    assigned: list[dict[str, str]]  # {"user", "team"}: users already there put into a team
+
+
+class UserListed(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    name: str
+    email: str
+    role: Role
+    team: str | None
+    created_at: dt.datetime
+    last_submission_at: dt.datetime | None
+    tokens_active: int
+    disabled_at: dt.datetime | None
+
+
+class UsersListed(BaseModel):
+    data: list[UserListed]
+    count: int
+
+
+class DisableRequest(BaseModel):
+    reason: str = Field(default="", max_length=2000, pattern=NO_NUL)
+
+
+class UserDisabled(BaseModel):
+    user: UserListed
+    tokens_revoked: int
+
+
+class LinkCreated(BaseModel):
+    user: str
+    link: str  # shown once
+    expires_at: dt.datetime
+
+
+Format = Literal["csv", "json"]

@@ -1,0 +1,146 @@
+"""The organisers' commands for running a term (issue 32) against a live server: the roster, the users' list,
+disable and enable; each refusal one clear line, nothing half-done."""
+
+from __future__ import annotations
+
+import csv
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from layersched.sdk.cli import main
+from tests.sdk.conftest import LiveServer
+from tests.sdk.test_cli import error_line, login, run
+
+ROSTER = "name,email,team\nAda,ada@uni.example,owls\nBen,ben@uni.example,owls\n@cmd,cmd@uni.example,\n"
+
+
+def write(tmp_path: Path, text: str, name: str = "roster.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_a_roster_is_enrolled_from_the_cli_and_again_changes_nothing(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, tmp_path: Path
+) -> None:
+    login(capsys, live_server, "olga")
+    roster = write(tmp_path, ROSTER.replace("@cmd", "-cmd"))
+    tokens = tmp_path / "tokens.csv"
+    code, out, err = run(capsys, "admin", "user", "import", str(roster), "--tokens-out", str(tokens))
+    assert code == 0, err
+    assert out == (f"created 3 users; their tokens are in {tokens} (mode 0600)\ncreated 1 teams: owls\n")
+    assert stat.S_IMODE(tokens.stat().st_mode) == 0o600
+    written = list(csv.reader(tokens.read_text().splitlines()))
+    assert written[0] == ["name", "email", "token"]
+    assert [r[:2] for r in written[1:]] == [["Ada", "ada@uni.example"], ["Ben", "ben@uni.example"],
+                                            ["'-cmd", "cmd@uni.example"]]  # fmt: skip
+    assert all(r[2].startswith("lst_") for r in written[1:])
+
+    again = tmp_path / "again.csv"
+    code, out, err = run(capsys, "admin", "user", "import", str(roster), "--tokens-out", str(again))
+    assert code == 0, err
+    assert out == (
+        f"created 0 users; their tokens are in {again} (mode 0600)\n"
+        "3 users were there already, unchanged: Ada, Ben, -cmd\n"
+    )
+
+    code, out, err = run(capsys, "admin", "user", "list", "--team", "owls")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split() == ["id", "name", "email", "role", "team", "created", "(UTC)", "last", "submission",
+                                "tokens"]  # fmt: skip
+    assert [line.split()[1] for line in lines[1:]] == ["Ada", "Ben"]
+    code, out, _ = run(capsys, "admin", "user", "list", "--json")
+    listed = json.loads(out)
+    assert listed["count"] == 6 and {u["name"] for u in listed["data"]} >= {"alice", "Ada", "-cmd"}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("name,mail\nAda,a@x.org\n", "line 1: unknown column 'mail'; the columns are name, email and optionally team, "
+         "role"),
+        ("name,team\nAda,owls\n", "line 1: no column 'email' (the header must name name and email)"),
+        ("name,email\nAda,a@x.org,extra\n", "line 2: 3 cells where the header has 2 columns"),
+        ("name,email\nAda,a@x.org\nBen,not-an-address\n", "line 3, field email: 'not-an-address' is not an e-mail "
+         "address; nothing was imported"),
+        ("", "the file is empty; it needs a header line: name,email[,team][,role]"),
+    ],
+    ids=["unknown-column", "no-email-column", "extra-cell", "bad-email", "empty"],
+)  # fmt: skip
+def test_a_bad_roster_is_one_line_and_imports_nothing(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, tmp_path: Path, text: str, message: str
+) -> None:
+    login(capsys, live_server, "olga")
+    roster = write(tmp_path, text)
+    tokens = tmp_path / "tokens.csv"
+    code, out, err = run(capsys, "admin", "user", "import", str(roster), "--tokens-out", str(tokens))
+    assert (code, out) == (1, "")
+    assert message in error_line(err)
+    assert not tokens.exists()  # made before the request, removed when nothing was imported
+    code, out, _ = run(capsys, "admin", "user", "list", "--json")
+    assert json.loads(out)["count"] == 3
+
+
+def test_an_existing_tokens_file_is_refused_before_anything_is_imported(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, tmp_path: Path
+) -> None:
+    login(capsys, live_server, "olga")
+    tokens = write(tmp_path, "keep me", "tokens.csv")
+    code, _, err = run(capsys, "admin", "user", "import", str(write(tmp_path, ROSTER)), "--tokens-out", str(tokens))
+    assert code == 1
+    assert error_line(err) == (f"error: {tokens} exists already: name a new file for the tokens (nothing was imported)")
+    assert tokens.read_text() == "keep me"
+    assert json.loads(run(capsys, "admin", "user", "list", "--json")[1])["count"] == 3
+
+
+def test_links_disable_and_enable(capsys: pytest.CaptureFixture[str], live_server: LiveServer, tmp_path: Path) -> None:
+    login(capsys, live_server, "olga")
+    links = tmp_path / "links.csv"
+    code, out, err = run(capsys, "admin", "user", "import", str(write(tmp_path, ROSTER)), "--tokens-out", str(links),
+                         "--links")  # fmt: skip
+    assert code == 0, err
+    rows = list(csv.reader(links.read_text().splitlines()))
+    assert rows[0] == ["name", "email", "link"]
+    assert rows[3][0] == "'@cmd"  # a spreadsheet would run @cmd as a formula
+    assert all(r[2].startswith(f"{live_server.url}/signin/link/lsl_") for r in rows[1:])
+
+    code, out, err = run(capsys, "admin", "user", "disable", "bob", "--reason", "shared a token")
+    assert (code, out) == (0, "disabled bob: 1 tokens revoked, uploads refused, off the boards (undo: layersched "
+                              "admin user enable bob)\n"), err  # fmt: skip
+    code, _, err = run(capsys, "admin", "user", "link", "bob")
+    assert code == 1
+    assert error_line(err) == "error: user 'bob' is disabled: enable them first (layersched admin user enable)"
+    code, out, _ = run(capsys, "admin", "user", "enable", "bob")
+    assert code == 0 and out.startswith("enabled bob: back on the boards; their old tokens stay revoked")
+    code, out, _ = run(capsys, "admin", "user", "link", "bob")
+    assert code == 0 and f"{live_server.url}/signin/link/lsl_" in out
+    code, _, err = run(capsys, "admin", "user", "disable", "nobody")
+    assert code == 1 and error_line(err) == "error: user 'nobody' does not exist"
+
+
+def test_a_participant_is_refused(capsys: pytest.CaptureFixture[str], live_server: LiveServer) -> None:
+    login(capsys, live_server, "alice")
+    code, _, err = run(capsys, "admin", "user", "list")
+    assert code == 1
+    assert error_line(err) == "error: user 'alice' is a participant; this route is for organisers"
+
+
+ORGANISER_COMMANDS = [
+    ["admin", "user", "import"],
+    ["admin", "user", "list"],
+    ["admin", "user", "disable"],
+    ["admin", "user", "enable"],
+    ["admin", "user", "link"],
+]
+
+
+@pytest.mark.parametrize("command", ORGANISER_COMMANDS, ids=["-".join(c[1:]) for c in ORGANISER_COMMANDS])
+def test_every_new_command_has_help_with_examples(capsys: pytest.CaptureFixture[str], command: list[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([*command, "--help"])
+    assert exc.value.code == 0
+    assert "examples:\n  layersched " + " ".join(command) in capsys.readouterr().out
