@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from layersched.sdk.admin_phases import add_phase_parser
+from layersched.sdk.admin_submissions import add_submissions_parser
 from layersched.sdk.admin_users import add_user_commands
 from layersched.sdk.arguments import phase_name
 from layersched.sdk.commands import AddCommand, configured_client, missing_action
@@ -224,6 +225,7 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
 
     add_phase_parser(actions, add)
     add_admin_team_parser(actions, add)
+    add_submissions_parser(actions, add)
 
     p = add(
         actions,

@@ -52,6 +52,7 @@ from layersched.sdk.api.submissions import ProgressCallback, SubmissionsApi
 from layersched.sdk.api.teams import TeamsApi
 from layersched.sdk.api.transport import API_PREFIX
 from layersched.sdk.api.users import UsersApi
+from layersched.sdk.api.views import ViewsApi
 from layersched.sdk.config import Config, load_config
 
 __all__ = [
@@ -87,7 +88,7 @@ __all__ = [
 ]
 
 
-class Client(MeApi, SubmissionsApi, PhasesApi, TeamsApi, AdminApi, UsersApi):
+class Client(MeApi, SubmissionsApi, PhasesApi, TeamsApi, AdminApi, UsersApi, ViewsApi):
     """Talks to one server. ``token`` may be None for the public leaderboard."""
 
     @classmethod

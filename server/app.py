@@ -29,10 +29,12 @@ from layersched.server.routes import (
     health,
     leaderboard,
     me,
+    organiser_pages,
     pages,
     phases,
     signin,
     signin_links,
+    submission_views,
     submissions,
     teams,
     users,
@@ -108,10 +110,11 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
         upload_path=f"{API_PREFIX}/submissions",
         sessionmaker=app.state.sessionmaker,
     )
-    for module in (me, submissions, leaderboard, phases, teams, evalsets, admin, users):
+    for module in (me, submissions, leaderboard, phases, teams, evalsets, admin, users, submission_views):
         app.include_router(module.router, prefix=API_PREFIX, responses=ERROR_RESPONSES)
     app.include_router(health.router)
     app.include_router(pages.router)
+    app.include_router(organiser_pages.router)
     app.include_router(signin.router)
     app.include_router(signin_links.router)
     app.include_router(api_docs.router)

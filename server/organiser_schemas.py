@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from layersched.server.schemas import NO_NUL, Role
+from layersched.server.schemas import NO_NUL, Role, State
 
 # Long enough for any bad value to reach the roster's own checks, which name its line; short enough to bound a body.
 _CELL = 1000
@@ -81,3 +81,34 @@ class LinkCreated(BaseModel):
 
 
 Format = Literal["csv", "json"]
+
+
+class SubmissionRowPublic(BaseModel):
+    """A submission as the organisers' view lists it: the state, category and times are its primary evaluation's."""
+
+    id: int
+    name: str
+    owner: str
+    team: str | None
+    phase: str
+    state: State
+    category: str | None
+    service_failure: bool  # the service's fault (never counted against the quota)
+    disqualified: str | None
+    created_at: dt.datetime
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    wait_s: float | None  # from the upload to the start (until now while queued)
+    run_s: float | None  # from the start to the end (until now while running)
+    score: float | None  # public overall
+
+
+class SubmissionsSummary(BaseModel):
+    states: dict[str, int]
+    failures: dict[str, int]  # failed ones by category; "infrastructure_error": the service's failures, any category
+
+
+class SubmissionRows(BaseModel):
+    data: list[SubmissionRowPublic]
+    count: int
+    summary: SubmissionsSummary

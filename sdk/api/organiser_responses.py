@@ -51,3 +51,37 @@ class LinkCreated:
     user: str
     link: str
     expires_at: str
+
+
+@dataclass(frozen=True)
+class SubmissionRow:
+    """A submission as ``GET /admin/submissions`` lists it (state, category and times of its primary evaluation)."""
+
+    id: int
+    name: str
+    owner: str
+    phase: str
+    state: str
+    created_at: str
+    service_failure: bool
+    team: str | None = None
+    category: str | None = None
+    disqualified: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    wait_s: float | None = None
+    run_s: float | None = None
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class SubmissionsSummary:
+    states: dict[str, int]
+    failures: dict[str, int]
+
+
+@dataclass(frozen=True)
+class SubmissionRows:
+    data: list[SubmissionRow]
+    count: int
+    summary: SubmissionsSummary

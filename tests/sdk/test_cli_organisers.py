@@ -129,12 +129,36 @@ def test_a_participant_is_refused(capsys: pytest.CaptureFixture[str], live_serve
     assert error_line(err) == "error: user 'alice' is a participant; this route is for organisers"
 
 
+def test_admin_submissions_lists_filters_and_counts_the_failures(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path
+) -> None:
+    login(capsys, live_server, "alice")
+    for _ in range(2):
+        assert run(capsys, "submit", str(policy_file), "--no-wait", "--name", "\x1b[2Jwipe")[0] == 0
+    live_server.worker.fail = True
+    live_server.worker.run_pending()
+    login(capsys, live_server, "olga")
+    code, out, err = run(capsys, "admin", "submissions", "--state", "failed", "--owner", "alice")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split()[:9] == ["id", "name", "owner", "team", "phase", "state", "category", "wait", "run"]
+    assert [line.split()[0] for line in lines[1:3]] == ["#2", "#1"]
+    assert "\\x1b[2Jwipe" in lines[1] and "\x1b" not in out  # the escape sequence is shown, not obeyed
+    assert "invalid_action" in lines[1] and lines[3] == "states: failed 2"
+    assert lines[4] == "failures by category: invalid_action 2"
+    code, out, _ = run(capsys, "admin", "submissions", "--json", "--state", "succeeded")
+    assert code == 0 and json.loads(out)["count"] == 0
+    code, _, err = run(capsys, "admin", "submissions", "--phase", "nope")
+    assert code == 1 and error_line(err) == "error: phase 'nope' does not exist"
+
+
 ORGANISER_COMMANDS = [
     ["admin", "user", "import"],
     ["admin", "user", "list"],
     ["admin", "user", "disable"],
     ["admin", "user", "enable"],
     ["admin", "user", "link"],
+    ["admin", "submissions"],
 ]
 
 

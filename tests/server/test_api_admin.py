@@ -28,6 +28,7 @@ ADMIN_ROUTES = [
     ("post", "/api/v1/admin/users/bob/disable", {}),
     ("post", "/api/v1/admin/users/bob/enable", None),
     ("post", "/api/v1/admin/users/bob/links", None),
+    ("get", "/api/v1/admin/submissions", None),
 ]
 ROUTE_IDS = [f"{m}:{p.removeprefix('/api/v1/admin/')}" for m, p, _ in ADMIN_ROUTES]
 
