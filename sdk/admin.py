@@ -18,6 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from layersched.sdk.admin_exports import add_export_parser
 from layersched.sdk.admin_phases import add_phase_parser
 from layersched.sdk.admin_submissions import add_submissions_parser
 from layersched.sdk.admin_users import add_user_commands
@@ -226,6 +227,7 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
     add_phase_parser(actions, add)
     add_admin_team_parser(actions, add)
     add_submissions_parser(actions, add)
+    add_export_parser(actions, add)
 
     p = add(
         actions,

@@ -18,6 +18,7 @@ re-exported here, so ``from layersched.sdk.client import Submission`` keeps work
 from __future__ import annotations
 
 from layersched.sdk.api.admin import AdminApi
+from layersched.sdk.api.exports import ExportsApi
 from layersched.sdk.api.me import MeApi
 from layersched.sdk.api.phases import PhasesApi
 from layersched.sdk.api.responses import (
@@ -88,7 +89,7 @@ __all__ = [
 ]
 
 
-class Client(MeApi, SubmissionsApi, PhasesApi, TeamsApi, AdminApi, UsersApi, ViewsApi):
+class Client(MeApi, SubmissionsApi, PhasesApi, TeamsApi, AdminApi, UsersApi, ViewsApi, ExportsApi):
     """Talks to one server. ``token`` may be None for the public leaderboard."""
 
     @classmethod

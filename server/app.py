@@ -26,6 +26,7 @@ from layersched.server.routes import (
     admin,
     api_docs,
     evalsets,
+    exports,
     health,
     leaderboard,
     me,
@@ -110,7 +111,7 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
         upload_path=f"{API_PREFIX}/submissions",
         sessionmaker=app.state.sessionmaker,
     )
-    for module in (me, submissions, leaderboard, phases, teams, evalsets, admin, users, submission_views):
+    for module in (me, submissions, leaderboard, phases, teams, evalsets, admin, users, submission_views, exports):
         app.include_router(module.router, prefix=API_PREFIX, responses=ERROR_RESPONSES)
     app.include_router(health.router)
     app.include_router(pages.router)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import stat
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -152,6 +153,36 @@ def test_admin_submissions_lists_filters_and_counts_the_failures(
     assert code == 1 and error_line(err) == "error: phase 'nope' does not exist"
 
 
+def test_admin_export_streams_to_a_private_file_or_stdout(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path, tmp_path: Path
+) -> None:
+    login(capsys, live_server, "alice")
+    assert run(capsys, "submit", str(policy_file), "--no-wait", "--name", "=1+1")[0] == 0
+    live_server.worker.run_pending()
+    login(capsys, live_server, "olga")
+    grades = tmp_path / "grades.csv"
+    code, out, err = run(capsys, "admin", "export", "board", "--phase", "main", "--out", str(grades))
+    assert (code, out) == (0, ""), err
+    assert err.startswith(f"wrote {grades} (") and err.endswith(" csv): the board of phase main\n")
+    assert stat.S_IMODE(grades.stat().st_mode) == 0o600
+    rows = list(csv.DictReader(grades.read_text().splitlines()))
+    assert [(r["rank"], r["competitor"], r["final_submission_name"]) for r in rows] == [
+        ("1", "alice", "'=1+1"), ("", "bob", ""),
+    ]  # fmt: skip
+    code, out, _ = run(capsys, "admin", "export", "submissions", "--phase", "main", "--format", "json")
+    assert code == 0 and [s["name"] for s in json.loads(out)] == ["=1+1"]
+
+    code, _, err = run(capsys, "admin", "export", "episodes", "--phase", "nope", "--out", str(tmp_path / "e.csv"))
+    assert code == 1 and error_line(err) == "error: phase 'nope' does not exist"
+    assert not list(tmp_path.glob(".*.part")) and not (tmp_path / "e.csv").exists()  # no half file
+    code, _, err = run(capsys, "admin", "export", "bundles", "--phase", "main")
+    assert code == 1 and error_line(err) == "error: the bundles' export is a zip: name a file with --out"
+    archive = tmp_path / "bundles.zip"
+    assert run(capsys, "admin", "export", "bundles", "--phase", "main", "--out", str(archive))[0] == 0
+    with zipfile.ZipFile(archive) as opened:
+        assert opened.namelist() == ["manifest.csv", "bundles/1.py"]
+
+
 ORGANISER_COMMANDS = [
     ["admin", "user", "import"],
     ["admin", "user", "list"],
@@ -159,6 +190,7 @@ ORGANISER_COMMANDS = [
     ["admin", "user", "enable"],
     ["admin", "user", "link"],
     ["admin", "submissions"],
+    ["admin", "export"],
 ]
 
 

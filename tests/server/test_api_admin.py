@@ -29,6 +29,10 @@ ADMIN_ROUTES = [
     ("post", "/api/v1/admin/users/bob/enable", None),
     ("post", "/api/v1/admin/users/bob/links", None),
     ("get", "/api/v1/admin/submissions", None),
+    ("get", "/api/v1/admin/exports/board?phase=main", None),
+    ("get", "/api/v1/admin/exports/submissions?phase=main", None),
+    ("get", "/api/v1/admin/exports/episodes?phase=main", None),
+    ("get", "/api/v1/admin/exports/bundles?phase=main", None),
 ]
 ROUTE_IDS = [f"{m}:{p.removeprefix('/api/v1/admin/')}" for m, p, _ in ADMIN_ROUTES]
 
