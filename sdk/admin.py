@@ -20,6 +20,7 @@ from typing import Any
 
 from layersched.sdk.admin_exports import add_export_parser
 from layersched.sdk.admin_phases import add_phase_parser
+from layersched.sdk.admin_quota import add_quota_parser
 from layersched.sdk.admin_submissions import add_submissions_parser
 from layersched.sdk.admin_users import add_user_commands
 from layersched.sdk.arguments import phase_name
@@ -186,7 +187,7 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         "cancel",
         cmd_cancel,
         "cancel a queued or running submission",
-        "Cancel its evaluation.",
+        "Cancel its evaluation. A cancelled first evaluation gives the submission back to its owner's quota.",
         "  layersched admin cancel 12\n",
     )
     p.add_argument("id", type=int, help="submission id")
@@ -228,6 +229,7 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
     add_admin_team_parser(actions, add)
     add_submissions_parser(actions, add)
     add_export_parser(actions, add)
+    add_quota_parser(actions, add)
 
     p = add(
         actions,

@@ -21,6 +21,7 @@ from layersched.sdk.api.admin import AdminApi
 from layersched.sdk.api.exports import ExportsApi
 from layersched.sdk.api.me import MeApi
 from layersched.sdk.api.phases import PhasesApi
+from layersched.sdk.api.quota import QuotaApi
 from layersched.sdk.api.responses import (
     TERMINAL_STATES,
     Allowance,
@@ -89,7 +90,7 @@ __all__ = [
 ]
 
 
-class Client(MeApi, SubmissionsApi, PhasesApi, TeamsApi, AdminApi, UsersApi, ViewsApi, ExportsApi):
+class Client(MeApi, SubmissionsApi, PhasesApi, TeamsApi, AdminApi, UsersApi, ViewsApi, ExportsApi, QuotaApi):
     """Talks to one server. ``token`` may be None for the public leaderboard."""
 
     @classmethod

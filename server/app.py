@@ -33,6 +33,7 @@ from layersched.server.routes import (
     organiser_pages,
     pages,
     phases,
+    quota,
     signin,
     signin_links,
     submission_views,
@@ -111,7 +112,19 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
         upload_path=f"{API_PREFIX}/submissions",
         sessionmaker=app.state.sessionmaker,
     )
-    for module in (me, submissions, leaderboard, phases, teams, evalsets, admin, users, submission_views, exports):
+    for module in (
+        me,
+        submissions,
+        leaderboard,
+        phases,
+        teams,
+        evalsets,
+        admin,
+        users,
+        submission_views,
+        exports,
+        quota,
+    ):
         app.include_router(module.router, prefix=API_PREFIX, responses=ERROR_RESPONSES)
     app.include_router(health.router)
     app.include_router(pages.router)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from layersched.server.schemas import NO_NUL, Role, State
 
@@ -112,3 +112,40 @@ class SubmissionRows(BaseModel):
     data: list[SubmissionRowPublic]
     count: int
     summary: SubmissionsSummary
+
+
+class QuotaGrantCreate(BaseModel):
+    """Extra submissions for a participant (``user``) or a team (``team``): exactly one of them."""
+
+    phase: str = Field(min_length=1, max_length=50, pattern=NO_NUL)
+    user: str | None = Field(default=None, min_length=1, max_length=100, pattern=NO_NUL)
+    team: str | None = Field(default=None, min_length=1, max_length=100, pattern=NO_NUL)
+    extra: int = Field(ge=1, le=1000, description="extra submissions on that day")
+    day: dt.date | None = Field(default=None, description="the UTC day (default: today)")
+    reason: str = Field(default="", max_length=2000, pattern=NO_NUL)
+
+    @model_validator(mode="after")
+    def _one_target(self) -> QuotaGrantCreate:
+        if self.user is None and self.team is None:
+            raise ValueError("a grant needs a user or a team to go to; neither was given")
+        if self.user is not None and self.team is not None:
+            raise ValueError(
+                f"a grant goes to a user or a team, not both (got user {self.user!r} and team {self.team!r})"
+            )
+        return self
+
+
+class QuotaGrantPublic(BaseModel):
+    id: int
+    phase: str
+    to: str  # the user's or the team's name
+    kind: Literal["user", "team"]
+    extra: int
+    day: dt.date
+    reason: str
+    created_at: dt.datetime
+
+
+class QuotaGrantsPublic(BaseModel):
+    data: list[QuotaGrantPublic]
+    count: int

@@ -85,3 +85,17 @@ class SubmissionRows:
     data: list[SubmissionRow]
     count: int
     summary: SubmissionsSummary
+
+
+@dataclass(frozen=True)
+class QuotaGrant:
+    """Extra submissions for ``to`` (a user or a team: ``kind``) in ``phase`` on ``day``."""
+
+    id: int
+    phase: str
+    to: str
+    kind: str
+    extra: int
+    day: str
+    reason: str
+    created_at: str

@@ -183,6 +183,22 @@ def test_admin_export_streams_to_a_private_file_or_stdout(
         assert opened.namelist() == ["manifest.csv", "bundles/1.py"]
 
 
+def test_admin_quota_grant_and_list(capsys: pytest.CaptureFixture[str], live_server: LiveServer) -> None:
+    login(capsys, live_server, "olga")
+    code, out, err = run(capsys, "admin", "quota", "grant", "--phase", "main", "--user", "alice", "--extra", "2",
+                         "--reason", "outage")  # fmt: skip
+    assert code == 0, err
+    today = out.split(" on ")[1].strip()
+    assert out == f"granted 2 extra submissions to user alice in phase main on {today}\n"
+    code, out, _ = run(capsys, "admin", "quota", "list")
+    assert code == 0 and out.splitlines()[1].split()[1:5] == ["main", "user", "alice", "2"]
+    code, _, err = run(capsys, "admin", "quota", "grant", "--phase", "main", "--team", "nope", "--extra", "1")
+    assert code == 1 and error_line(err) == "error: team 'nope' does not exist"
+    with pytest.raises(SystemExit) as exc:
+        main(["admin", "quota", "grant", "--phase", "main", "--extra", "1"])
+    assert exc.value.code == 2 and "one of the arguments --user --team is required" in capsys.readouterr().err
+
+
 ORGANISER_COMMANDS = [
     ["admin", "user", "import"],
     ["admin", "user", "list"],
@@ -191,6 +207,9 @@ ORGANISER_COMMANDS = [
     ["admin", "user", "link"],
     ["admin", "submissions"],
     ["admin", "export"],
+    ["admin", "quota"],
+    ["admin", "quota", "grant"],
+    ["admin", "quota", "list"],
 ]
 
 

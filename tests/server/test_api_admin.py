@@ -33,6 +33,8 @@ ADMIN_ROUTES = [
     ("get", "/api/v1/admin/exports/submissions?phase=main", None),
     ("get", "/api/v1/admin/exports/episodes?phase=main", None),
     ("get", "/api/v1/admin/exports/bundles?phase=main", None),
+    ("post", "/api/v1/admin/quota/grants", {"phase": "main", "user": "alice", "extra": 1}),
+    ("get", "/api/v1/admin/quota/grants", None),
 ]
 ROUTE_IDS = [f"{m}:{p.removeprefix('/api/v1/admin/')}" for m, p, _ in ADMIN_ROUTES]
 
