@@ -20,6 +20,7 @@ from __future__ import annotations
 from layersched.sdk.api.admin import AdminApi
 from layersched.sdk.api.exports import ExportsApi
 from layersched.sdk.api.me import MeApi
+from layersched.sdk.api.moderation import ModerationApi
 from layersched.sdk.api.phases import PhasesApi
 from layersched.sdk.api.quota import QuotaApi
 from layersched.sdk.api.responses import (
@@ -90,7 +91,9 @@ __all__ = [
 ]
 
 
-class Client(MeApi, SubmissionsApi, PhasesApi, TeamsApi, AdminApi, UsersApi, ViewsApi, ExportsApi, QuotaApi):
+class Client(
+    MeApi, SubmissionsApi, PhasesApi, TeamsApi, AdminApi, UsersApi, ViewsApi, ExportsApi, QuotaApi, ModerationApi
+):
     """Talks to one server. ``token`` may be None for the public leaderboard."""
 
     @classmethod

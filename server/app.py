@@ -30,6 +30,7 @@ from layersched.server.routes import (
     health,
     leaderboard,
     me,
+    moderation,
     organiser_pages,
     pages,
     phases,
@@ -124,6 +125,7 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
         submission_views,
         exports,
         quota,
+        moderation,
     ):
         app.include_router(module.router, prefix=API_PREFIX, responses=ERROR_RESPONSES)
     app.include_router(health.router)

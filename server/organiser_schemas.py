@@ -4,11 +4,14 @@ list, submissions' views and bulk moderation, quota grants, webhooks and the ana
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from layersched.server.deps import MAX_ROW_ID
 from layersched.server.schemas import NO_NUL, Role, State
+from layersched.server.storage.moderation import MAX_BULK
+from layersched.server.storage.submission_views import SERVICE_FAILURES, SubmissionFilter
 
 # Long enough for any bad value to reach the roster's own checks, which name its line; short enough to bound a body.
 _CELL = 1000
@@ -149,3 +152,63 @@ class QuotaGrantPublic(BaseModel):
 class QuotaGrantsPublic(BaseModel):
     data: list[QuotaGrantPublic]
     count: int
+
+
+class FilterQuery(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    phase: str | None = Field(default=None, min_length=1, max_length=50, pattern=NO_NUL, description="a phase's name")
+    state: State | None = Field(default=None, description="the state of the primary evaluation")
+    owner: str | None = Field(default=None, min_length=1, max_length=100, pattern=NO_NUL, description="a user's name")
+    team: str | None = Field(default=None, min_length=1, max_length=100, pattern=NO_NUL, description="a team's name")
+    category: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=50,
+        pattern=NO_NUL,
+        description=f"a failure category (timeout, crash, ...); {SERVICE_FAILURES!r}: every failure of the service",
+    )
+    since: AwareDatetime | None = Field(default=None, description="uploaded at or after (ISO 8601 with its zone)")
+
+    def chosen(self) -> SubmissionFilter:
+        return SubmissionFilter(**self.model_dump())
+
+
+class BulkChoice(BaseModel):
+    """Which submissions a bulk action is for: ``ids``, or those ``filter`` matches (at least one criterion)."""
+
+    ids: list[Annotated[int, Field(ge=1, le=MAX_ROW_ID)]] = Field(default_factory=list, max_length=MAX_BULK)
+    filter: FilterQuery | None = None
+    dry_run: bool = Field(default=False, description="list what the action would touch, and touch nothing")
+
+    @model_validator(mode="after")
+    def _something(self) -> BulkChoice:
+        if self.ids and self.filter is not None:
+            raise ValueError("name submissions by ids or by a filter, not both")
+        if not self.ids and (self.filter is None or self.filter.chosen() == SubmissionFilter()):
+            raise ValueError(
+                "name submissions by ids or by a filter with at least one criterion (an empty filter "
+                "would be every submission)"
+            )
+        return self
+
+
+class BulkRerun(BulkChoice):
+    evalset: str | None = Field(default=None, min_length=1, max_length=100, pattern=NO_NUL)
+
+
+class BulkDisqualify(BulkChoice):
+    reason: str = Field(min_length=1, max_length=2000, pattern=NO_NUL)
+
+
+class Skipped(BaseModel):
+    id: int
+    why: str
+
+
+class BulkResult(BaseModel):
+    dry_run: bool
+    count: int  # submissions chosen
+    submissions: list[SubmissionRowPublic]  # as they were before the action
+    evaluations: list[int]  # the reruns queued
+    skipped: list[Skipped]

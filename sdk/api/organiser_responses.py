@@ -4,6 +4,7 @@ and the users' list, submissions' views, bulk moderation, quota grants, webhooks
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -99,3 +100,14 @@ class QuotaGrant:
     day: str
     reason: str
     created_at: str
+
+
+@dataclass(frozen=True)
+class BulkResult:
+    """What a bulk action chose (``submissions``, as they were) and did: reruns queued, submissions skipped."""
+
+    dry_run: bool
+    count: int
+    submissions: list[SubmissionRow]
+    evaluations: list[int] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)

@@ -199,6 +199,64 @@ def test_admin_quota_grant_and_list(capsys: pytest.CaptureFixture[str], live_ser
     assert exc.value.code == 2 and "one of the arguments --user --team is required" in capsys.readouterr().err
 
 
+def test_bulk_rerun_and_disqualify_list_first_ask_then_act(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path
+) -> None:
+    login(capsys, live_server, "alice")
+    for _ in range(2):
+        assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0
+    live_server.worker.fail = True
+    live_server.worker.run_pending()
+    login(capsys, live_server, "olga")
+    code, out, err = run(capsys, "admin", "rerun", "--state", "failed", "--owner", "alice", "--dry-run")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split() == ["id", "name", "owner", "phase", "state", "category"]
+    assert [line.split()[0] for line in lines[1:3]] == ["#1", "#2"]
+    assert lines[3] == "would rerun these 2 submissions (dry run: nothing was done)"
+    code, _, err = run(capsys, "admin", "rerun", "--state", "failed")
+    assert code == 1 and error_line(err) == (
+        "error: Rerun these 2 submissions? There is no terminal to ask on: add --yes to go ahead (nothing was done)"
+    )
+    code, out, _ = run(capsys, "admin", "submissions", "--json")
+    assert {s["state"] for s in json.loads(out)["data"]} == {"failed"}  # nothing was rerun
+    code, out, err = run(capsys, "admin", "rerun", "--state", "failed", "--yes")
+    assert code == 0, err
+    assert out.splitlines()[-1] == "queued 2 reruns (evaluations #3, #4)"
+    code, out, _ = run(capsys, "admin", "rerun", "1", "2", "--yes")
+    assert out.splitlines()[-3:] == [
+        "queued 0 reruns (evaluations none)",
+        "skipped #1: evaluation 3 is queued or running already",
+        "skipped #2: evaluation 4 is queued or running already",
+    ]
+    code, out, err = run(capsys, "admin", "disqualify", "1", "2", "--reason", "copied", "--yes")
+    assert (code, out.splitlines()[-1]) == (0, "disqualified 2 submissions: copied"), err
+    code, _, err = run(capsys, "admin", "rerun", "1", "--owner", "alice")
+    assert code == 1 and error_line(err) == "error: name submissions by ids or by filter options, not both"
+    code, _, err = run(capsys, "admin", "disqualify", "--reason", "x")
+    assert code == 1 and error_line(err) == (
+        "error: name a submission id, several, or filter options (--owner, --phase, --state, ...)"
+    )
+    code, out, _ = run(capsys, "admin", "disqualify", "--owner", "bob", "--reason", "x", "--yes")
+    assert (code, out) == (0, "no submissions match: nothing to do\n")
+
+
+def test_confirm_asks_at_a_terminal() -> None:
+    import io
+
+    from layersched.sdk.confirm import confirm
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for answer, expected in (("y\n", True), ("YES\n", True), ("\n", False), ("no\n", False)):
+        asked = io.StringIO()
+        assert confirm("Go?", assume_yes=False, stdin=Terminal(answer), stderr=asked) is expected
+        assert asked.getvalue() == "Go? [y/N] "
+    assert confirm("Go?", assume_yes=True, stdin=io.StringIO("")) is True
+
+
 ORGANISER_COMMANDS = [
     ["admin", "user", "import"],
     ["admin", "user", "list"],

@@ -35,6 +35,8 @@ ADMIN_ROUTES = [
     ("get", "/api/v1/admin/exports/bundles?phase=main", None),
     ("post", "/api/v1/admin/quota/grants", {"phase": "main", "user": "alice", "extra": 1}),
     ("get", "/api/v1/admin/quota/grants", None),
+    ("post", "/api/v1/admin/bulk/rerun", {"ids": [1], "dry_run": True}),
+    ("post", "/api/v1/admin/bulk/disqualify", {"ids": [1], "reason": "x", "dry_run": True}),
 ]
 ROUTE_IDS = [f"{m}:{p.removeprefix('/api/v1/admin/')}" for m, p, _ in ADMIN_ROUTES]
 
