@@ -161,6 +161,14 @@ class Settings(BaseSettings):
     ] = 1.0
     baseline_cache_dir: Path = Path("./var/baselines")
     reconcile_interval_s: Annotated[float, Field(gt=0, description="how often the reconciler looks for lost work")] = 30
+    worker_alive_s: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="a worker whose reconciler wrote no heartbeat for this long counts as gone (queue estimates, "
+            "the analytics page, the no-worker alert); above LAYERSCHED_RECONCILE_INTERVAL_S",
+        ),
+    ] = 120
     requeue_after_s: Annotated[
         float, Field(gt=0, description="a queued evaluation this old, with its queue empty, is sent again")
     ] = 120

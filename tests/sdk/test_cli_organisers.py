@@ -257,6 +257,22 @@ def test_confirm_asks_at_a_terminal() -> None:
     assert confirm("Go?", assume_yes=True, stdin=io.StringIO("")) is True
 
 
+def test_submit_and_status_show_the_place_in_the_queue(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer, policy_file: Path
+) -> None:
+    login(capsys, live_server, "alice")
+    code, out, err = run(capsys, "submit", str(policy_file), "--no-wait")
+    assert code == 0, err
+    assert "queue: position 1 of 1 (1 worker); no estimate yet (too few recent runs)\n" in out
+    login(capsys, live_server, "bob")
+    run(capsys, "submit", str(policy_file), "--no-wait")
+    code, out, _ = run(capsys, "status", "2")
+    assert "\nqueue: position 2 of 2 (1 worker); no estimate yet (too few recent runs)\n" in out
+    live_server.worker.run_pending()
+    code, out, _ = run(capsys, "status", "2")
+    assert "queue:" not in out
+
+
 ORGANISER_COMMANDS = [
     ["admin", "user", "import"],
     ["admin", "user", "list"],
