@@ -24,6 +24,7 @@ from layersched.server.metrics import ServiceCollector
 from layersched.server.queue import CeleryEnqueuer, Enqueuer
 from layersched.server.routes import (
     admin,
+    analytics,
     api_docs,
     evalsets,
     exports,
@@ -126,6 +127,7 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
         exports,
         quota,
         moderation,
+        analytics,
     ):
         app.include_router(module.router, prefix=API_PREFIX, responses=ERROR_RESPONSES)
     app.include_router(health.router)

@@ -212,3 +212,43 @@ class BulkResult(BaseModel):
     submissions: list[SubmissionRowPublic]  # as they were before the action
     evaluations: list[int]  # the reruns queued
     skipped: list[Skipped]
+
+
+class DayTimingPublic(BaseModel):
+    day: str
+    evaluations: int  # started that day
+    wait_p50: float | None
+    wait_p95: float | None
+    run_p50: float | None
+    run_p95: float | None
+
+
+class FailurePublic(BaseModel):
+    category: str
+    count: int
+    rate: float
+
+
+class WorkerPublic(BaseModel):
+    worker_id: str
+    started_at: dt.datetime
+    beat_at: dt.datetime
+    alive: bool
+
+
+class AnalyticsPublic(BaseModel):
+    """The analytics page's figures over the last ``days`` UTC days (evaluations but audits)."""
+
+    days: list[str]
+    phases: list[str]
+    submissions: dict[str, dict[str, int]]  # day -> phase -> submissions made
+    ended: int  # evaluations that ended in the window
+    failures: list[FailurePublic]  # by category, with their rate among those that ended
+    service_failures: int
+    timing: list[DayTimingPublic]
+    queued: int
+    running: int
+    oldest_queued_s: float | None
+    broker_queues: dict[str, int] | None  # messages waiting in each broker queue; None: the broker did not answer
+    workers: list[WorkerPublic]
+    best: dict[str, list[tuple[str, float | None]]]  # phase -> (day, best public score made by then)

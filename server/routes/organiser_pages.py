@@ -11,10 +11,11 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
 
-from layersched.server import storage
-from layersched.server.deps import MAX_ROW_ID, SessionDep
+from layersched.server import analytics_charts, storage
+from layersched.server.deps import MAX_ROW_ID, SessionDep, SettingsDep
 from layersched.server.errors import ServiceError
 from layersched.server.models import EVALUATION_STATES, User
+from layersched.server.routes.analytics import read_analytics
 from layersched.server.routes.filters import FILTER_FIELDS, filter_from
 from layersched.server.routes.page_auth import PageViewer
 from layersched.server.routes.page_render import message, render
@@ -72,3 +73,22 @@ def submissions_page(
         "older": page_link(offset + limit) if offset + limit < rows.count else None,
     }
     return render(request, "admin_submissions.html", context, viewer=viewer)
+
+
+@router.get("/admin/analytics", response_class=HTMLResponse)
+def analytics_page(
+    request: Request,
+    session: SessionDep,
+    viewer: PageViewer,
+    settings: SettingsDep,
+    days: Annotated[int, Query(ge=1, le=90)] = 14,
+) -> Response:
+    if refused := organisers_only(request, viewer, "/admin/analytics"):
+        return refused
+    figures = read_analytics(session, settings, days)
+    context = {
+        "a": figures,
+        "submissions_chart": analytics_charts.submissions_chart(figures.days, figures.phases, figures.submissions),
+        "best_chart": analytics_charts.best_chart(figures.days, figures.phases, figures.best),
+    }
+    return render(request, "admin_analytics.html", context, viewer=viewer)

@@ -37,6 +37,7 @@ ADMIN_ROUTES = [
     ("get", "/api/v1/admin/quota/grants", None),
     ("post", "/api/v1/admin/bulk/rerun", {"ids": [1], "dry_run": True}),
     ("post", "/api/v1/admin/bulk/disqualify", {"ids": [1], "reason": "x", "dry_run": True}),
+    ("get", "/api/v1/admin/analytics", None),
 ]
 ROUTE_IDS = [f"{m}:{p.removeprefix('/api/v1/admin/')}" for m, p, _ in ADMIN_ROUTES]
 
