@@ -24,6 +24,7 @@ from layersched.sdk.admin_phases import add_phase_parser
 from layersched.sdk.admin_quota import add_quota_parser
 from layersched.sdk.admin_submissions import add_submissions_parser
 from layersched.sdk.admin_users import add_user_commands
+from layersched.sdk.admin_webhooks import add_webhook_parser
 from layersched.sdk.arguments import phase_name
 from layersched.sdk.commands import AddCommand, configured_client, missing_action
 from layersched.sdk.errors import ConfigError
@@ -239,6 +240,7 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
     add_submissions_parser(actions, add)
     add_export_parser(actions, add)
     add_quota_parser(actions, add)
+    add_webhook_parser(actions, add)
 
     p = add(
         actions,

@@ -57,6 +57,7 @@ from layersched.sdk.api.teams import TeamsApi
 from layersched.sdk.api.transport import API_PREFIX
 from layersched.sdk.api.users import UsersApi
 from layersched.sdk.api.views import ViewsApi
+from layersched.sdk.api.webhooks import WebhooksApi
 from layersched.sdk.config import Config, load_config
 
 __all__ = [
@@ -94,7 +95,17 @@ __all__ = [
 
 
 class Client(
-    MeApi, SubmissionsApi, PhasesApi, TeamsApi, AdminApi, UsersApi, ViewsApi, ExportsApi, QuotaApi, ModerationApi
+    MeApi,
+    SubmissionsApi,
+    PhasesApi,
+    TeamsApi,
+    AdminApi,
+    UsersApi,
+    ViewsApi,
+    ExportsApi,
+    QuotaApi,
+    ModerationApi,
+    WebhooksApi,
 ):
     """Talks to one server. ``token`` may be None for the public leaderboard."""
 

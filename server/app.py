@@ -21,6 +21,7 @@ from layersched.server.config import Settings, get_settings
 from layersched.server.db import make_engine, make_sessionmaker
 from layersched.server.errors import ServiceError, error_response
 from layersched.server.metrics import ServiceCollector
+from layersched.server.notifications import Notifier
 from layersched.server.queue import CeleryEnqueuer, Enqueuer
 from layersched.server.routes import (
     admin,
@@ -42,6 +43,7 @@ from layersched.server.routes import (
     submissions,
     teams,
     users,
+    webhooks,
 )
 from layersched.server.schemas import ErrorBody
 from layersched.server.tracks import load_tracks
@@ -82,9 +84,17 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
     engine = make_engine(settings.database_url)
 
     @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        yield
-        engine.dispose()
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Webhook deliveries and alerts run beside the API, never in the pipeline (server/notifications.py).
+        notifier = Notifier(sessions=app.state.sessionmaker, settings=settings) if settings.notify_interval_s else None
+        if notifier is not None:
+            notifier.start()
+        try:
+            yield
+        finally:
+            if notifier is not None:
+                notifier.stop()
+            engine.dispose()
 
     app = FastAPI(
         title="layersched",
@@ -128,6 +138,7 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
         quota,
         moderation,
         analytics,
+        webhooks,
     ):
         app.include_router(module.router, prefix=API_PREFIX, responses=ERROR_RESPONSES)
     app.include_router(health.router)

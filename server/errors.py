@@ -11,6 +11,7 @@ Hierarchy (HTTP status and ``code`` of the error body in brackets)::
     ├── InvalidBundle                  [422 invalid_bundle] an archive that is unsafe, malformed or over a limit
     ├── InvalidPolicy                  [422 invalid_policy] the entry point does not parse or lacks ``policy``
     ├── InvalidRoster                  [422 invalid_roster] a roster line is bad (named by line and field)
+    ├── InvalidRequest                 [422 invalid_request] a value the schema admits but the service cannot use
     ├── QuotaExceeded                  [429 quota_exceeded] the daily submission quota is used up
     ├── TooManyInFlight                [429 too_many_in_flight]
     ├── StorageUnavailable             [503 storage_unavailable] the bundle store cannot be written
@@ -73,6 +74,11 @@ class InvalidPolicy(ServiceError):
 class InvalidRoster(ServiceError):
     status = 422
     code = "invalid_roster"
+
+
+class InvalidRequest(ServiceError):
+    status = 422
+    code = "invalid_request"
 
 
 class QuotaExceeded(ServiceError):

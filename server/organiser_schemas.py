@@ -252,3 +252,30 @@ class AnalyticsPublic(BaseModel):
     broker_queues: dict[str, int] | None  # messages waiting in each broker queue; None: the broker did not answer
     workers: list[WorkerPublic]
     best: dict[str, list[tuple[str, float | None]]]  # phase -> (day, best public score made by then)
+
+
+Event = Literal["evaluation", "alert"]
+EVENT_KINDS: tuple[Event, ...] = ("evaluation", "alert")
+
+
+class WebhookCreate(BaseModel):
+    url: str = Field(min_length=1, max_length=2000, pattern=NO_NUL, description="http(s) URL that takes a POST")
+    format: Literal["json", "slack"] = Field(default="json", description="json: the payload; slack: {'text': ...}")
+    events: list[Event] = Field(default_factory=lambda: list(EVENT_KINDS), min_length=1)
+
+
+class WebhookPublic(BaseModel):
+    id: int
+    url: str
+    format: str
+    events: list[str]
+    created_at: dt.datetime
+    pending: int  # notifications not delivered yet (retried with backoff)
+    delivered: int
+    failed: int  # given up after every attempt
+    last_error: str | None
+
+
+class WebhooksPublic(BaseModel):
+    data: list[WebhookPublic]
+    count: int

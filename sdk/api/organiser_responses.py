@@ -111,3 +111,18 @@ class BulkResult:
     submissions: list[SubmissionRow]
     evaluations: list[int] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class WebhookInfo:
+    """A webhook and how its notifications went: pending (retried with backoff), delivered, given up."""
+
+    id: int
+    url: str
+    format: str
+    events: list[str]
+    created_at: str
+    pending: int
+    delivered: int
+    failed: int
+    last_error: str | None = None

@@ -273,6 +273,23 @@ def test_submit_and_status_show_the_place_in_the_queue(
     assert "queue:" not in out
 
 
+def test_admin_webhook_add_list_test_remove(capsys: pytest.CaptureFixture[str], live_server: LiveServer) -> None:
+    login(capsys, live_server, "olga")
+    code, out, err = run(capsys, "admin", "webhook", "add", "https://hooks.example/T/B/X", "--slack")
+    assert (code, out) == (0, "webhook #1 (slack) for alert, evaluation events: https://hooks.example/T/B/X\n"), err
+    code, out, _ = run(capsys, "admin", "webhook", "test", "1")
+    assert out == "queued a test notification to webhook #1 (1 pending); see: layersched admin webhook list\n"
+    code, out, _ = run(capsys, "admin", "webhook", "list")
+    assert out.splitlines()[1].split()[:6] == ["#1", "slack", "alert,evaluation", "1", "0", "0"]
+    code, _, err = run(capsys, "admin", "webhook", "add", "ftp://x.org/hook")
+    assert code == 1 and error_line(err) == (
+        "error: 'ftp://x.org/hook' is not an http(s) URL with a host: a webhook must be one (e.g. https://...)"
+    )
+    assert run(capsys, "admin", "webhook", "remove", "1")[1] == "removed webhook #1\n"
+    code, _, err = run(capsys, "admin", "webhook", "remove", "1")
+    assert code == 1 and error_line(err) == "error: webhook 1 does not exist"
+
+
 ORGANISER_COMMANDS = [
     ["admin", "user", "import"],
     ["admin", "user", "list"],
@@ -284,6 +301,11 @@ ORGANISER_COMMANDS = [
     ["admin", "quota"],
     ["admin", "quota", "grant"],
     ["admin", "quota", "list"],
+    ["admin", "webhook"],
+    ["admin", "webhook", "add"],
+    ["admin", "webhook", "list"],
+    ["admin", "webhook", "remove"],
+    ["admin", "webhook", "test"],
 ]
 
 

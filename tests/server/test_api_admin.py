@@ -38,6 +38,10 @@ ADMIN_ROUTES = [
     ("post", "/api/v1/admin/bulk/rerun", {"ids": [1], "dry_run": True}),
     ("post", "/api/v1/admin/bulk/disqualify", {"ids": [1], "reason": "x", "dry_run": True}),
     ("get", "/api/v1/admin/analytics", None),
+    ("post", "/api/v1/admin/webhooks", {"url": "https://x.org/hook"}),
+    ("get", "/api/v1/admin/webhooks", None),
+    ("delete", "/api/v1/admin/webhooks/1", None),
+    ("post", "/api/v1/admin/webhooks/1/test", None),
 ]
 ROUTE_IDS = [f"{m}:{p.removeprefix('/api/v1/admin/')}" for m, p, _ in ADMIN_ROUTES]
 
