@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from layersched.server import exports, storage
 from layersched.server.deps import Organiser, SessionDep, SettingsDep
 from layersched.server.errors import StorageUnavailable
-from layersched.server.export_formats import csv_lines, json_lines, zip_stream
+from layersched.server.export_formats import chunked, csv_lines, json_lines, zip_stream
 from layersched.server.models import Phase, User
 from layersched.server.organiser_schemas import Format
 from layersched.server.schemas import NO_NUL
@@ -41,7 +41,7 @@ def _stream(
 
 
 def _rows(format: str, columns: tuple[str, ...], rows: Iterator[dict[str, Any]]) -> Iterator[bytes]:
-    return csv_lines(columns, rows) if format == "csv" else json_lines(rows)
+    return chunked(csv_lines(columns, rows) if format == "csv" else json_lines(rows))
 
 
 @router.get("/board", response_class=StreamingResponse, responses=STREAMED)

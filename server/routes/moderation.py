@@ -21,7 +21,7 @@ def _chosen(session: Session, body: BulkChoice) -> tuple[list[int], BulkResult]:
     """The ids the action is for and the result listing them as they are now (what a dry run answers)."""
     ids = bulk_targets(session=session, ids=body.ids, chosen=body.filter.chosen() if body.filter else None)
     now = utcnow()
-    rows, _count = list_submission_rows(
+    rows = list_submission_rows(
         session=session, chosen=SubmissionFilter(ids=tuple(ids)), offset=0, limit=max(len(ids), 1)
     )
     listed = sorted((row_public(r, now) for r in rows), key=lambda r: r.id)

@@ -46,11 +46,11 @@ def row_public(row: SubmissionRow, now: dt.datetime) -> SubmissionRowPublic:
 def submission_rows(session: Session, chosen: SubmissionFilter, offset: int, limit: int) -> SubmissionRows:
     """The page and its summary, as the API and the organisers' page show them."""
     now = utcnow()
-    rows, count = list_submission_rows(session=session, chosen=chosen, offset=offset, limit=limit)
-    summary = summarise(session=session, chosen=chosen)
+    summary = summarise(session=session, chosen=chosen)  # first: an unknown name is refused before the page is read
+    rows = list_submission_rows(session=session, chosen=chosen, offset=offset, limit=limit)
     return SubmissionRows(
         data=[row_public(r, now) for r in rows],
-        count=count,
+        count=summary.matching,
         summary=SubmissionsSummary(states=summary.states, failures=summary.failures),
     )
 

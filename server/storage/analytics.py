@@ -20,10 +20,15 @@ from layersched.server.models import Evaluation, Phase, Submission, User, Worker
 
 
 def _day(session: Session, column: Any) -> ColumnElement[Any]:
-    """The UTC date of a timestamp column, as text ``YYYY-MM-DD`` on both backends."""
+    """The UTC day of a timestamp column: a date on PostgreSQL, ``YYYY-MM-DD`` text on SQLite (``_label`` makes
+    both text)."""
     if session.get_bind().dialect.name == "postgresql":
-        return func.to_char(func.timezone("UTC", column), "YYYY-MM-DD")
+        return func.date(func.timezone("UTC", column))
     return func.strftime("%Y-%m-%d", column)  # SQLite keeps UTC timestamps as text
+
+
+def _label(day: Any) -> str:
+    return day.isoformat() if isinstance(day, dt.date) else str(day)
 
 
 def percentile(sorted_values: list[float], q: float) -> float | None:
@@ -92,7 +97,7 @@ def analytics(*, session: Session, now: dt.datetime, days: int, alive_within: dt
         .group_by(day, Phase.name)
     )
     for label, phase, count in per_day:
-        result.submissions.setdefault(label, {})[phase] = count
+        result.submissions.setdefault(_label(label), {})[phase] = count
 
     in_window = (Evaluation.kind != "audit", Evaluation.finished_at >= first, Evaluation.finished_at < end)
     ended = session.execute(
@@ -113,23 +118,7 @@ def analytics(*, session: Session, now: dt.datetime, days: int, alive_within: dt
         for category, count in sorted(by_category.items(), key=lambda kv: (-kv[1], kv[0]))
     ]
 
-    started_day = _day(session, Evaluation.started_at)
-    timed = session.execute(
-        select(started_day, Evaluation.created_at, Evaluation.started_at, Evaluation.finished_at)
-        .where(Evaluation.kind != "audit", Evaluation.started_at >= first, Evaluation.started_at < end)
-        .order_by(Evaluation.id)
-    )
-    waits: dict[str, list[float]] = defaultdict(list)
-    runs: dict[str, list[float]] = defaultdict(list)
-    for label, created, started, finished in timed:
-        waits[label].append(max((started - created).total_seconds(), 0.0))
-        if finished is not None:
-            runs[label].append((finished - started).total_seconds())
-    for label in labels:
-        w, r = sorted(waits.get(label, [])), sorted(runs.get(label, []))
-        result.timing.append(
-            DayTiming(label, len(w), percentile(w, 0.5), percentile(w, 0.95), percentile(r, 0.5), percentile(r, 0.95))
-        )
+    result.timing = _timing(session, labels, first, end)
 
     active = session.execute(
         select(Evaluation.state, func.count(Evaluation.id), func.min(Evaluation.created_at))
@@ -153,6 +142,48 @@ def analytics(*, session: Session, now: dt.datetime, days: int, alive_within: dt
     return result
 
 
+def _timing(session: Session, labels: list[str], first: dt.datetime, end: dt.datetime) -> list[DayTiming]:
+    """Per day (of the start), the evaluations that started and their queue wait and run time, p50 and p95: by
+    PostgreSQL's ``percentile_cont`` there, in Python from one row per evaluation on SQLite (which has none)."""
+    day = _day(session, Evaluation.started_at)
+    window = (Evaluation.kind != "audit", Evaluation.started_at >= first, Evaluation.started_at < end)
+    if session.get_bind().dialect.name == "postgresql":
+        wait = func.greatest(func.extract("epoch", Evaluation.started_at - Evaluation.created_at), 0)
+        run = func.extract("epoch", Evaluation.finished_at - Evaluation.started_at)
+        rows = session.execute(
+            select(
+                day,
+                func.count(Evaluation.id),
+                *(func.percentile_cont(q).within_group(wait) for q in (0.5, 0.95)),
+                *(func.percentile_cont(q).within_group(run) for q in (0.5, 0.95)),
+            )
+            .where(*window)
+            .group_by(day)
+        )
+        found = {
+            _label(day_of): DayTiming(_label(day_of), n, *(float(v) if v is not None else None for v in qs))
+            for day_of, n, *qs in rows
+        }
+        return [found.get(label, DayTiming(label, 0, None, None, None, None)) for label in labels]
+    timed = session.execute(
+        select(day, Evaluation.created_at, Evaluation.started_at, Evaluation.finished_at).where(*window)
+    )
+    waits: dict[str, list[float]] = defaultdict(list)
+    runs: dict[str, list[float]] = defaultdict(list)
+    for day_of, created, started, finished in timed:
+        label = _label(day_of)
+        waits[label].append(max((started - created).total_seconds(), 0.0))
+        if finished is not None:
+            runs[label].append((finished - started).total_seconds())
+    timing = []
+    for label in labels:
+        w, r = sorted(waits.get(label, [])), sorted(runs.get(label, []))
+        timing.append(
+            DayTiming(label, len(w), percentile(w, 0.5), percentile(w, 0.95), percentile(r, 0.5), percentile(r, 0.95))
+        )
+    return timing
+
+
 def _best_over_time(
     session: Session, labels: list[str], first: dt.datetime
 ) -> dict[str, list[tuple[str, float | None]]]:
@@ -171,13 +202,13 @@ def _best_over_time(
             User.role == "participant",
             User.disabled_at.is_(None),
             Submission.disqualified_reason.is_(None),
-            overall.is_not(None),
         )
         .group_by(Phase.name, day)
     )
     daily: dict[str, dict[str, float]] = defaultdict(dict)
-    for phase, label, best in session.execute(scored):
-        daily[phase][label] = best
+    for phase, day_of, best in session.execute(scored):
+        if best is not None:  # a succeeded evaluation without a public score (an old row): nothing to show
+            daily[phase][_label(day_of)] = best
     start = first.date().isoformat()
     series: dict[str, list[tuple[str, float | None]]] = {}
     for phase, values in daily.items():

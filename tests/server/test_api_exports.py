@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from layersched.server import storage
 from layersched.server.bundles import bundle_path
-from layersched.server.export_formats import csv_lines, json_lines, spreadsheet_text
+from layersched.server.export_formats import chunked, csv_lines, json_lines, spreadsheet_text
 from layersched.server.models import Submission
 
 from .conftest import Account
@@ -187,3 +187,7 @@ def test_the_writers_read_rows_one_at_a_time() -> None:
 
     for lines in (csv_lines(("a",), rows()), json_lines(rows())):
         assert [next(lines) for _ in range(3)][1:] in ([b"1\r\n", b"2\r\n"], [b'\n{"a": 1}', b',\n{"a": 2}'])
+    # Lines are sent in chunks of a bound, each as soon as it is full.
+    assert list(chunked(iter([b"ab", b"cd", b"e"]), size=4)) == [b"abcd", b"e"]
+    many = chunked(csv_lines(("a",), rows()), size=4)
+    assert next(many) == b"a\r\n1\r\n"  # read the header and a row, not ahead
