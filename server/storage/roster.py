@@ -118,7 +118,9 @@ def _existing_user(session: Session, row: RosterRow) -> User | None:
     if by_name is None or (by_email is not None and by_email.id != by_name.id):
         assert by_email is not None
         raise _bad(row, "email", f"{_shown(row.email)} is the e-mail of user {by_email.name!r}")
-    if by_name.name != row.name or by_name.email.lower() != row.email.lower():
+    if by_name.name != row.name:
+        raise _bad(row, "name", f"{row.name!r} is user {by_name.name!r}'s name (names are compared ignoring case)")
+    if by_name.email.lower() != row.email.lower():
         raise _bad(row, "email", f"user {by_name.name!r} exists with e-mail {by_name.email!r}, not {row.email!r}")
     if by_name.role != row.role:
         raise _bad(row, "role", f"user {by_name.name!r} exists as a {by_name.role}, not a {row.role}")

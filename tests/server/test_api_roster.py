@@ -100,6 +100,8 @@ BAD = [
     ([line(2, "alice", "alice@other.org")], "line 2, field email: user 'alice' exists with e-mail "
      "'alice@example.org', not 'alice@other.org'"),
     ([line(2, "Al", "alice@example.org")], "line 2, field email: 'alice@example.org' is the e-mail of user 'alice'"),
+    ([line(2, "Alice", "alice@example.org")], "line 2, field name: 'Alice' is user 'alice''s name (names are "
+     "compared ignoring case)"),
     ([line(2, "alice", "alice@example.org", role="organiser")], "line 2, field role: user 'alice' exists as a "
      "participant, not a organiser"),
     ([line(2, "Greedy")], "line 2, field name: 'Greedy' is the name of a baseline: the leaderboard could not tell the "
@@ -128,6 +130,7 @@ BAD = [
         "organiser-in-team",
         "existing-name-other-email",
         "email-of-another-user",
+        "name-in-another-case",
         "existing-user-other-role",
         "baseline-name",
         "team-over-size",
