@@ -21,6 +21,7 @@ from layersched.server import charts, leaderboard, presenters, storage, visibili
 from layersched.server.deps import PageDep, RowId, SessionDep, SettingsDep
 from layersched.server.errors import Conflict, Forbidden, NotFound
 from layersched.server.models import Phase, Submission, User, utcnow
+from layersched.server.queue_places import QueuePlaces
 from layersched.server.routes.page_auth import PageViewer
 from layersched.server.routes.page_render import message, render
 from layersched.server.routes.signin import signin_page
@@ -132,7 +133,9 @@ def _score_reference(session: Session, submission: Submission, board: Leaderboar
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
-def submission_page(request: Request, session: SessionDep, viewer: PageViewer, submission_id: RowId) -> HTMLResponse:
+def submission_page(
+    request: Request, session: SessionDep, viewer: PageViewer, settings: SettingsDep, submission_id: RowId
+) -> HTMLResponse:
     """Owners and organisers see everything, with the per-episode log; anyone sees a submission on the leaderboard."""
     try:
         submission = storage.get_submission(session=session, submission_id=submission_id, viewer=viewer)
@@ -147,7 +150,9 @@ def submission_page(request: Request, session: SessionDep, viewer: PageViewer, s
     view = leaderboard.public_view(session=session, viewer=viewer, phase=submission.phase)
     if not full and view.rank(submission_id) is None:
         return _not_shown(request, viewer, submission_id)
-    public = presenters.submission_public(submission, viewer=viewer, view=view)
+    public = presenters.submission_public(
+        submission, viewer=viewer, view=view, queue=QueuePlaces(session, settings) if full else None
+    )
     row = next((r for r in view.board.rows if r.submission_id == submission_id), None)
     if not full and row is not None:
         # A ranked entry is public already: show what its leaderboard row carries (its score there, the frozen one
