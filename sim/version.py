@@ -13,17 +13,23 @@ from pathlib import Path
 SIM_VERSION = "1.0.0"
 
 # The modules whose code decides completion times, workloads, catalogs and what policies observe (_observe.c is
-# observe()'s C kernel). Scoring and the CLI are not rules.
-_RULE_MODULES = ("env.py", "_observe.c", "workload.py", "catalog.py", "keyed_random.py")
+# observe()'s C kernel), by name and where they are. Scoring and the CLI are not rules.
+_RULE_MODULES = {
+    "env.py": "tracks/layers_v1/env.py",
+    "_observe.c": "tracks/layers_v1/_observe.c",
+    "workload.py": "tracks/layers_v1/workload.py",
+    "catalog.py": "tracks/layers_v1/catalog.py",
+    "keyed_random.py": "keyed_random.py",
+}
 
 
 def _rules_hash() -> str:
     digest = hashlib.sha256()
     here = Path(__file__).parent
-    for name in _RULE_MODULES:
+    for name, path in _RULE_MODULES.items():
         digest.update(name.encode())
         digest.update(b"\0")
-        digest.update((here / name).read_bytes())
+        digest.update((here / path).read_bytes())
     return digest.hexdigest()
 
 

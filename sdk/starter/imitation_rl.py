@@ -49,8 +49,8 @@ from train_reinforce import (
     seed_everything,
 )
 
-from layersched.sim.baselines import BASELINES
-from layersched.sim.env import ClusterEnv
+from layersched.sim.tracks.layers_v1.baselines import BASELINES
+from layersched.sim.tracks.layers_v1.env import ClusterEnv
 
 
 @dataclass

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from layersched.sim.baselines import BASELINES
 from layersched.sim.errors import EvalSetError
 from layersched.sim.evalset import (
     SAMPLE_PATH,
@@ -22,6 +21,7 @@ from layersched.sim.evalset import (
 )
 from layersched.sim.tracks import DEFAULT_TRACK_ID, registry, track_ids
 from layersched.sim.tracks.layers_v1 import LayersTrack
+from layersched.sim.tracks.layers_v1.baselines import BASELINES
 from layersched.sim.tracks.simple_schema import IntegerScenarios
 from layersched.sim.version import SIM_VERSION
 from tests import toy_track

@@ -9,8 +9,6 @@ import types
 
 import pytest
 
-from layersched.sim.baselines import BASELINES
-from layersched.sim.scenario import CloudNode, Scenario
 from layersched.sim.tracks import (
     DEFAULT_TRACK_ID,
     TrackError,
@@ -20,6 +18,8 @@ from layersched.sim.tracks import (
     track_ids,
     track_module,
 )
+from layersched.sim.tracks.layers_v1.baselines import BASELINES
+from layersched.sim.tracks.layers_v1.scenario import CloudNode, Scenario
 
 
 def test_the_default_track_is_the_lab_and_is_built_in() -> None:
