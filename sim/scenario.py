@@ -8,8 +8,8 @@ layersched imports through it (tests/sim/layers/test_old_paths.py checks both).
 from layersched.sim.canonical import canonical_json
 from layersched.sim.errors import ScenarioError
 from layersched.sim.tracks.layers_v1.catalog import Catalog, load_catalog
-from layersched.sim.tracks.layers_v1.scenario import CloudNode, NodeRanges, Scenario
-from layersched.sim.version import RULES_HASH, SIM_VERSION
+from layersched.sim.tracks.layers_v1.scenario import RULES_HASH, CloudNode, NodeRanges, Scenario
+from layersched.sim.version import SIM_VERSION
 
 __all__ = [
     "RULES_HASH",

@@ -95,9 +95,11 @@ mkdir -p "$PKG/sim/data" "$PKG/sim/evalset" "$PKG/worker/sandbox"
 cp "$REPO/worker/__init__.py" "$PKG/worker/"
 cp "${SANDBOX_MODULES[@]/#/$REPO/worker/sandbox/}" "$PKG/worker/sandbox/"
 "$PY" -m compileall -q "$PKG" >&2
-# The rules hash of the simulator copied into the image, computed from those very files (-I: not the host's
-# editable install). Workers compare it with their own before choosing this image.
-RULES="$("$PY" -I -c "import sys; sys.path.insert(0, '$STAGE/$SITE'); from layersched.sim.version import RULES_HASH; print(RULES_HASH)")"
+# The rules hash of the simulator copied into the image (its default track's, as worker/sandbox/choice.py's
+# image_rules), computed from those very files (-I: not the host's editable install). Workers compare it with their
+# own before choosing this image.
+RULES="$("$PY" -I -c "import sys; sys.path.insert(0, '$STAGE/$SITE')
+from layersched.sim.tracks import DEFAULT_TRACK_ID, get_track; print(get_track(DEFAULT_TRACK_ID).rules_hash)")"
 
 # What a sandbox never needs: docs, locales, apt state, torch's C++ headers, CMake files and test binaries.
 rm -rf "$STAGE"/usr/share/{doc,man,info,locale,lintian}/* "$STAGE"/var/lib/apt/lists/* \

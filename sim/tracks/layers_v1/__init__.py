@@ -31,9 +31,8 @@ from layersched.sim.tracks.layers_v1.env import ClusterEnv
 from layersched.sim.tracks.layers_v1.episode import EpisodeResult, run_episode
 from layersched.sim.tracks.layers_v1.replay import ReplayEnv
 from layersched.sim.tracks.layers_v1.sandbox import LayersReplica, LayersSimulator, scenario_from_wire, scenario_to_wire
-from layersched.sim.tracks.layers_v1.scenario import Scenario
+from layersched.sim.tracks.layers_v1.scenario import RULES_HASH, Scenario
 from layersched.sim.tracks.play import play_episode
-from layersched.sim.version import RULES_HASH
 
 CONTRACT = """\
 policy(env, task, rng) -> int: the index of the node that runs ``task``.
@@ -62,7 +61,7 @@ class LayersTrack:
         MetricSpec("cloud_share", "share of tasks on the cloud node"),
     )
     primary_metric = "mean_completion"
-    rules_hash = RULES_HASH
+    rules_hash = RULES_HASH  # package_rules_hash of this package, computed once beside the scenario hash
     # The kit ships with the student's package (sdk), which this module must not import: named, not loaded.
     starter = ("layersched.sdk", "starter")
 

@@ -15,12 +15,17 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from layersched.sim.canonical import canonical_json
 from layersched.sim.errors import ScenarioError
 from layersched.sim.tracks.layers_v1.catalog import Catalog, load_catalog
-from layersched.sim.version import RULES_HASH, SIM_VERSION
+from layersched.sim.version import SIM_VERSION, package_rules_hash
+
+# The rules of layers-v1, as every track's: the code of this package (its starter kit excepted). Each scenario's hash
+# holds it, and so each episode's policy seed.
+RULES_HASH = package_rules_hash(Path(__file__).parent)
 
 
 @dataclass(frozen=True)
