@@ -8,8 +8,8 @@ episode's nodes and tasks), ``env`` (``ClusterEnv``, the lab's model, with obser
 episode and its metrics), ``replay`` (one drawn episode for several policies), ``sandbox`` (how the worker drives the
 authoritative ``ClusterEnv`` and the sandbox keeps the policy's view equal to the truth, and how scenarios and nodes
 travel), ``schema`` (how its scenarios and catalogs are written in an evaluation-set file), ``table``
-(``python -m layersched.sim``) and ``gym_env`` (Gymnasium, optional). Here: the track object with its contract,
-baselines, metrics and starter kit.
+(``python -m layersched.sim``), ``gym_env`` (Gymnasium, optional) and ``starter/`` (the student's kit, copied out by
+``layersched init``). Here: the track object with its contract, baselines, metrics and starter kit.
 
 The lab's scripts and students' policies import these modules by their paths before the move
 (``layersched.sim.env``, ``layersched.sim.baselines``, ...): those still work, as re-exports (tests/sim/layers/
@@ -62,8 +62,8 @@ class LayersTrack:
     )
     primary_metric = "mean_completion"
     rules_hash = RULES_HASH  # package_rules_hash of this package, computed once beside the scenario hash
-    # The kit ships with the student's package (sdk), which this module must not import: named, not loaded.
-    starter = ("layersched.sdk", "starter")
+    # Greedy as the template, REINFORCE and imitation+RL to train it: starter/README.md.
+    starter = ("layersched.sim.tracks.layers_v1", "starter")
 
     scenario_keys = schema.SCENARIO_KEYS
     evalset_tables = schema.TABLES
