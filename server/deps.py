@@ -36,11 +36,11 @@ SessionDep = Annotated[Session, Depends(get_db)]
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 EnqueuerDep = Annotated[Enqueuer, Depends(get_enqueuer)]
 
-_bearer = HTTPBearer(auto_error=False, description="an API token from `layersched admin user token`")
+bearer = HTTPBearer(auto_error=False, description="an API token from `layersched admin user token`")
 
 
 def get_optional_user(
-    session: SessionDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+    session: SessionDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 ) -> User | None:
     """The caller, None when no token is sent; a token that is sent must be valid."""
     if credentials is None:

@@ -1,0 +1,306 @@
+"""``submit`` and ``status``: a policy's way from the student's disk to its score and rank.
+
+``submit`` asks the server first whether an upload would be accepted (token, phase, quota), checks the bundle
+locally against the phase's track, uploads it with a progress bar and follows the evaluation; ``status`` lists the
+submissions or shows one with the provenance of its evaluations. Both say why a scored submission has no rank.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from layersched.sdk.arguments import phase_name
+from layersched.sdk.checks import limits_text
+from layersched.sdk.commands import AddCommand, print_json
+from layersched.sdk.config import load_config
+from layersched.sdk.errors import LayerschedError, WaitTimeout
+from layersched.sdk.progress import ProgressBar, format_bytes
+from layersched.sdk.tables import text_table
+from layersched.sim.arguments import positive_float, positive_int
+from layersched.sim.tracks import Track, TrackError, get_track, track_ids
+
+if TYPE_CHECKING:  # imported where used: `layersched --help` need not load httpx
+    from layersched.sdk.client import Client
+
+
+def add_submitting_parsers(sub: Any, add: AddCommand) -> None:
+    """``submit`` and ``status``."""
+    p = add(
+        sub,
+        "submit",
+        cmd_submit,
+        "upload a policy and follow its evaluation",
+        "Bundle PATH (a .py file, or a directory with policy.py), run the static checks, upload it with a\n"
+        "progress bar, then follow the evaluation until its score and rank are known.\n"
+        f"A bundle holds {limits_text()}.",
+        "  layersched submit my_policy.py\n"
+        '  layersched submit my_policy/ --name mlp-v2 --message "imitation + 200 PG episodes"\n'
+        "  layersched submit my_policy/ --no-wait      # then: layersched status ID\n"
+        "  layersched submit . --phase final            # when several phases are open\n",
+    )
+    p.add_argument("path", type=Path, help="a policy .py file or a directory with policy.py")
+    p.add_argument(
+        "--phase", type=phase_name, help="the phase to submit to (default: the only open one; see layersched phases)"
+    )
+    p.add_argument("--name", help="submission name, 1-100 characters (default: the file or directory name)")
+    p.add_argument("--message", "-m", default="", help="a description for you and the organisers")
+    p.add_argument(
+        "--wait",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="follow the evaluation until it ends (default: --wait)",
+    )
+    p.add_argument("--skip-checks", action="store_true", help="upload even if the local static checks fail")
+    p.add_argument("--poll", type=positive_float, default=2.0, metavar="S", help="seconds between status checks")
+    p.add_argument("--timeout", type=positive_float, metavar="S", help="stop following after S seconds")
+
+    p = add(
+        sub,
+        "status",
+        cmd_status,
+        "show one submission, or list yours",
+        "Without ID: your submissions, newest first. With ID: state, progress, score, rank and the provenance\n"
+        "of every evaluation (evaluation set, simulator version, sandbox image, bundle hash).",
+        "  layersched status\n  layersched status 12\n  layersched status 12 --json\n",
+    )
+    p.add_argument("id", nargs="?", type=positive_int, help="submission id")
+    p.add_argument("--limit", type=positive_int, default=20, help="how many to list (default 20)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from layersched.sdk.client import Client, Submission
+
+    config = load_config()
+    config.require_server()
+    config.require_token()
+    with Client.from_config(config) as client:
+        # The server's refusals first (token, no such phase, quota, closed uploads): they need no bundle, and
+        # bundling a large policy takes seconds.
+        phase_track = _check_allowance(client, args.phase)
+        track = _server_track(client, phase_track)
+        bundle = _checked_bundle(args.path, skip_checks=args.skip_checks, track=track)
+        name = args.name or _default_name(args.path)
+        with ProgressBar("upload", len(bundle.data), unit="bytes") as bar:
+            submission = client.submit(
+                bundle,
+                name=name,
+                description=args.message,
+                phase=args.phase,
+                # Checked for this track: should the phase change track meanwhile, the server refuses, naming both.
+                track=track.id if phase_track is not None else None,
+                on_progress=lambda sent, total: bar.update(sent, total),
+            )
+        print(f"submitted #{submission.id} '{submission.name}' ({submission.state})")
+        print(_page_line(client, submission.id))
+        if not args.wait:
+            print(f"follow it with: layersched status {submission.id}")
+            return 0
+        print("following the evaluation (Ctrl-C stops watching, not the evaluation)", file=sys.stderr)
+        bar = ProgressBar("evaluation")
+
+        def on_update(sub: Submission) -> None:
+            bar.update(sub.progress.done, sub.progress.total or None, note=sub.state)
+
+        try:
+            final = client.wait(submission.id, on_update=on_update, poll_interval=args.poll, timeout=args.timeout)
+        except WaitTimeout as exc:
+            raise WaitTimeout(f"{exc}; follow it with: layersched status {submission.id}") from None
+        finally:
+            bar.close()
+        rank, reference = _rank_text(client, final), _score_reference(client, final)
+    print(_outcome_line(final, rank, reference))
+    return 0 if final.state == "succeeded" else 1
+
+
+def _server_track(client: Any, track_id: str | None) -> Track:
+    """The track of the phase submitted to (``track_id``, as the allowance named it); from a server older than
+    phases, that of its current set."""
+    track_id = track_id or client.current_evalset().track
+    try:
+        return get_track(track_id)
+    except TrackError:
+        raise LayerschedError(
+            f"the server scores track {track_id!r}, which this installation does not know (known: "
+            f"{', '.join(track_ids())}); install the organisers' track module and name it in LAYERSCHED_TRACK_MODULES"
+        ) from None
+
+
+def _checked_bundle(path: Path, *, skip_checks: bool, track: Track) -> Any:
+    """The bundle of ``path`` once the local static checks of ``track``'s contract pass (or are skipped); their
+    warnings go to stderr."""
+    from layersched.sdk.validate import static_check
+
+    report = static_check(path, track)
+    if report.bundle is None:  # bundling itself failed: nothing to upload
+        raise LayerschedError(report.findings[-1].message)
+    bundle = report.bundle
+    problems = [f.message for f in report.findings if f.level == "error"]
+    for f in report.findings:
+        if f.level == "warning":
+            print(f"warning: {f.message}", file=sys.stderr)
+    if problems and not skip_checks:
+        more = f" (and {len(problems) - 1} more; run layersched validate)" if len(problems) > 1 else ""
+        raise LayerschedError(f"not uploaded: {problems[0]}{more}")
+    print(
+        f"bundle {bundle.filename}: {len(bundle.files)} file(s), {format_bytes(bundle.unpacked_bytes)}, "
+        f"sha256 {bundle.sha256[:12]}",
+        file=sys.stderr,
+    )
+    return bundle
+
+
+def _check_allowance(client: Any, phase: str | None) -> str | None:
+    """A wrong token, no such phase (or several open and none named), a used-up quota or closed uploads, told
+    before the upload rather than after it; the track of the phase it would go to (None: an older server)."""
+    from layersched.sdk.errors import NotFound
+
+    try:
+        allowance = client.allowance(phase)
+    except NotFound:  # a server older than GET /me/allowance: at least the token is checked first
+        client.me()
+        return None
+    allowance.raise_if_refused()
+    track: str | None = allowance.track
+    return track
+
+
+def _default_name(path: Path) -> str:
+    resolved = path.resolve()
+    name = resolved.stem if resolved.is_file() else resolved.name
+    return (name or "policy")[:100]
+
+
+LADDER_NOTE = (
+    "  the Ladder: this submission did not beat your best shown public score by more than its step; that score is shown"
+)
+
+
+def _rank_text(client: Any, sub: Any) -> str:
+    """The rank, or why there is none; asks the server for the board (and who you are) only when that is needed."""
+    from layersched.sdk.standing import rank_text
+
+    if sub.rank is not None or sub.disqualified is not None or sub.state != "succeeded":
+        return rank_text(sub, board=None)
+    board = client.leaderboard("public")
+    if board.frozen or any(r.is_for(sub.owner) for r in board.rows):
+        return rank_text(sub, board=board)
+    me = client.me()
+    return rank_text(sub, board=board, owner_is_organiser=me.role == "organiser" and me.name == sub.owner)
+
+
+def _selection_text(client: Any, sub: Any) -> str:
+    from layersched.sdk.standing import selection_text
+
+    needs_list = not sub.selected and sub.disqualified is None and sub.score is not None
+    if not needs_list:
+        return selection_text(sub, mine=[])
+    me = client.me()
+    if me.role == "organiser" and me.name == sub.owner:
+        return selection_text(sub, mine=[], owner_is_organiser=True)
+    return selection_text(sub, mine=[s for s in client.submissions(limit=200).data if s.owner == sub.owner])
+
+
+def _shows_score(sub: Any) -> bool:
+    return bool(sub.state == "succeeded" and sub.score is not None)
+
+
+def _score_reference(client: Any, sub: Any) -> str:
+    """The baseline ``sub``'s score is a ratio to: that of the current set's track, as the server names it (asked
+    only when there is a score to show). The current set is the one a submission is scored on for the board."""
+    return str(client.current_evalset().reference) if _shows_score(sub) else ""
+
+
+def _outcome_line(sub: Any, rank: str, reference: str) -> str:
+    if _shows_score(sub):
+        per = ", ".join(f"{k} {v:.3f}" for k, v in sub.score.per_scenario.items())
+        score = sub.score
+        return (
+            f"#{sub.id} succeeded: score {score.overall:.4f} (95% CI {score.ci_low:.4f}-{score.ci_high:.4f},"
+            f" ratio to {reference}, lower is better), {rank}"
+            + (f"\n  per scenario: {per}" if per else "")
+            + (f"\n{LADDER_NOTE}" if sub.score_revealed is False else "")
+        )
+    dq = f", disqualified by the organisers: {sub.disqualified}" if sub.disqualified is not None else ""
+    if sub.error is not None:
+        return (
+            f"#{sub.id} {sub.state}: {sub.error.category}: {sub.error.message}{dq} (details: layersched logs {sub.id})"
+        )
+    return f"#{sub.id} {sub.state}{dq}"
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from layersched.sdk.client import Client
+
+    with Client.from_config() as client:
+        if args.id is None:
+            page = client.submissions(limit=args.limit)
+            if args.json:
+                print_json({"data": [asdict(s) for s in page.data], "count": page.count})
+                return 0
+            if not page.data:
+                print("no submissions yet: layersched submit PATH")
+                return 0
+            rows = [
+                [
+                    f"#{s.id}",
+                    s.name,
+                    s.state,
+                    f"{s.progress.done}/{s.progress.total}",
+                    f"{s.score.overall:.4f}" if s.score else "-",
+                    str(s.rank) if s.rank is not None else "disqualified" if s.disqualified is not None else "-",
+                    "yes" if s.selected else "-",
+                    s.created_at[:19].replace("T", " "),
+                ]
+                for s in page.data
+            ]
+            print(text_table(["id", "name", "state", "episodes", "score", "rank", "selected", "created"], rows))
+            if page.count > len(page.data):
+                print(f"({len(page.data)} of {page.count}; --limit N for more)")
+            return 0
+        sub = client.submission(args.id)
+        if args.json:
+            print_json(asdict(sub))
+            return 0
+        rank, selection = _rank_text(client, sub), _selection_text(client, sub)
+        reference = _score_reference(client, sub)
+    print(
+        f"#{sub.id} '{sub.name}' by {sub.owner}, created {sub.created_at}"
+        + (f", phase {sub.phase}" if sub.phase else "")
+    )
+    if sub.description:
+        print(f"  {sub.description}")
+    print(f"state: {sub.state}, episodes {sub.progress.done}/{sub.progress.total}")
+    print(_outcome_line(sub, rank, reference))
+    print(selection)
+    print(f"bundle sha256: {sub.bundle_sha256}")
+    print(_page_line(client, sub.id))
+    for e in sub.evaluations:
+        of = f" of #{e.audit_of}" if e.audit_of is not None else ""
+        print(
+            f"  evaluation #{e.id} {e.kind}{of} {e.state} {e.progress.done}/{e.progress.total}:"
+            f" set {e.evalset_commitment[:12]}, sim {e.sim_version or '-'}, sandbox {e.sandbox or '-'},"
+            f" image {_short_image(e.image_digest)}"
+            + (f", error {e.error.category}: {e.error.message}" if e.error else "")
+            + (f", audit {e.audit.verdict}" if e.audit else "")
+        )
+    return 0
+
+
+def _page_line(client: Client, submission_id: int) -> str:
+    return f"page: {client.page_url(submission_id)} (sign in there with your token)"
+
+
+def _short_image(image: str | None) -> str:
+    """A digest's first 12 hex digits, as ``docker images`` shows it; any other image name (the process sandbox's
+    ``process:python-3.11.9``) in full, since cutting it changes what it says."""
+    if not image:
+        return "-"
+    algorithm, _, digest = image.partition(":")
+    if algorithm == "sha256" and len(digest) == 64:
+        return f"sha256:{digest[:12]}"
+    return image
