@@ -126,7 +126,7 @@ def starter_files(track: Track | None = None) -> list[Any]:
     """The files of ``track``'s starter kit (default: the default track's), as ``importlib.resources`` traversables.
 
     ``Track.starter`` names the kit's package and folder rather than holding files, so a track needs no import of
-    the student's package (the kit of layers-v1 ships with it, as ``layersched.sdk/starter``).
+    the student's package (every built-in kit is in its track's folder: ``sim/tracks/<track>/starter``).
     """
     package, folder = (track or get_track(DEFAULT_TRACK_ID)).starter
     root = resources.files(package).joinpath(folder)

@@ -35,7 +35,7 @@ from layersched.worker.sandbox.choice import choose_sandbox
 
 log = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
-STARTER_POLICY = Path(__file__).resolve().parents[1] / "sdk" / "starter" / "policy.py"
+STARTER_POLICY = Path(__file__).resolve().parents[1] / "sim" / "tracks" / "layers_v1" / "starter" / "policy.py"
 
 
 def embedded_environment(data_dir: Path) -> dict[str, str]:

@@ -10,8 +10,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from layersched.server import storage
 from layersched.server.config import Settings
 from layersched.server.models import EpisodeResult
-from layersched.sim.baselines import BASELINES
 from layersched.sim.evalset import evaluate_policy, load_evalset
+from layersched.sim.tracks.layers_v1.baselines import BASELINES
 from layersched.worker.pipeline import RetryableError, run_evaluation
 from layersched.worker.sandbox.runner import open_sandbox
 from tests.pipeline.conftest import SAMPLE, Submitted, evaluation, organiser

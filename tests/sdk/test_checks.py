@@ -10,10 +10,10 @@ import pytest
 from layersched.sdk.bundle import make_bundle
 from layersched.sdk.checks import Finding, check_policy, limits_text, static_findings
 from layersched.sdk.errors import BundleError, PolicyCheckError
-from layersched.sim.baselines import BASELINES
-from layersched.sim.env import ClusterEnv
-from layersched.sim.scenario import NodeRanges, Scenario
 from layersched.sim.tracks import DEFAULT_TRACK_ID, TrackError, get_track
+from layersched.sim.tracks.layers_v1.baselines import BASELINES
+from layersched.sim.tracks.layers_v1.env import ClusterEnv
+from layersched.sim.tracks.layers_v1.scenario import NodeRanges, Scenario
 from tests.server import stand_in_track
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -31,7 +31,7 @@ def findings_for(tmp_path: Path, source: str, extra: dict[str, str] | None = Non
 
 def test_a_good_policy(tmp_path: Path) -> None:
     source = (
-        "import numpy as np\nimport torch\nimport helpers\nfrom layersched.sim.env import ClusterEnv\n"
+        "import numpy as np\nimport torch\nimport helpers\nfrom layersched.sim.tracks.layers_v1.env import ClusterEnv\n"
         "def policy(env, task, rng):\n    return 0\n"
     )
     assert findings_for(tmp_path, source, {"helpers.py": "import json\n"}) == [

@@ -822,7 +822,9 @@ def test_init_copies_the_kit_of_the_track_it_is_given(capsys: pytest.CaptureFixt
     assert "imitation_rl" not in out
     layers = tmp_path / "layers"
     assert run(capsys, "init", str(layers), "--track", "layers-v1")[0] == 0
-    assert (layers / "policy.py").read_bytes() == (REPO / "sdk" / "starter" / "policy.py").read_bytes()
+    assert (layers / "policy.py").read_bytes() == (
+        REPO / "sim" / "tracks" / "layers_v1" / "starter" / "policy.py"
+    ).read_bytes()
 
 
 def test_the_cli_knows_the_tracks_layersched_track_modules_names(tmp_path: Path) -> None:

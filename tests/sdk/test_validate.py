@@ -119,7 +119,9 @@ def test_without_the_worker_package_the_child_runs_the_episodes(tmp_path: Path) 
     )
 
 
-GREEDY_BASELINE = "from layersched.sim.baselines import get_baseline\n\npolicy = get_baseline('Greedy')\n"
+GREEDY_BASELINE = (
+    "from layersched.sim.tracks.layers_v1.baselines import get_baseline\n\npolicy = get_baseline('Greedy')\n"
+)
 
 
 @pytest.mark.parametrize("use_worker_sandbox", [True, False], ids=["worker-sandbox", "child-only"])
@@ -520,9 +522,9 @@ def test_an_episode_played_as_the_sandbox_plays_it_is_greedys(change: str) -> No
     import random
 
     from layersched.sdk.localrun import _Sides
-    from layersched.sim.episode import trace_hash
     from layersched.sim.evalset import SAMPLE_PATH, load_evalset
     from layersched.sim.tracks import get_track
+    from layersched.sim.tracks.layers_v1.episode import trace_hash
     from layersched.sim.tracks.play import play_episode
 
     evalset = load_evalset(SAMPLE_PATH)
@@ -553,9 +555,9 @@ def test_validates_pieces_play_a_track_they_do_not_know(tmp_path: Path, monkeypa
     from layersched.sdk.bundle import make_bundle
     from layersched.sdk.localrun import _Sides, run_in_worker_sandbox
     from layersched.sdk.validate import _score_rows, format_report
-    from layersched.sim.episode import trace_hash
     from layersched.sim.episodes import EpisodeSpec
     from layersched.sim.tracks import load_track_module
+    from layersched.sim.tracks.layers_v1.episode import trace_hash
     from layersched.sim.tracks.play import play_episode
     from layersched.worker.sandbox.limits import SandboxLimits
     from tests.toy_track import ToyScenario

@@ -18,7 +18,7 @@ from layersched.sdk.cli import main
 pytest.importorskip("torch")
 
 TINY = ["--episodes", "2", "--tasks", "50", "--val-seeds", "1", "--eval-seeds", "1"]
-REPO_README = Path(__file__).resolve().parents[2] / "README.md"
+REPO_README = Path(__file__).resolve().parents[3] / "README.md"
 
 
 def run_script(kit: Path, *args: str) -> str:
@@ -129,32 +129,34 @@ def trainer(kit: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         sys.modules.pop(name, None)
 
 
-def best_of_run(trainer: Any, ratio: float, earlier: float | None = None) -> Any:
-    """A KeepBest on tiny validation workloads holding an untrained network, said to have scored ``ratio``
-    (and to score the weights file already there ``earlier``): publish()'s decision is pure logic on these."""
+def best_of_run(trainer: Any, ratio: float, earlier: float | None = None) -> tuple[Any, Any]:
+    """The kit's KeepBest on tiny validation workloads holding an untrained network, said to have scored ``ratio``
+    (and to score the weights file already there ``earlier``), and its env: publish()'s decision is pure logic on
+    these (layersched.sim.training.publish, tests/sim/test_training.py)."""
     import torch
 
     torch.manual_seed(0)
-    env = trainer.make_env(trainer.Args(tasks=30))
-    best = trainer.KeepBest(env, n_seeds=1, every=1)
-    best.offer(trainer.make_scorer(), episode=0)
-    best.ratio = ratio
+    args = trainer.Args(tasks=30, val_seeds=1, val_every=1)
+    env = trainer.make_env(args)
+    best = trainer.keep_best(env, args)
+    best.offer(trainer.make_scorer(), 0)
+    best.score = ratio
     if earlier is not None:
-        best.score = lambda scorer: earlier
-    return best
+        best.validate = lambda scorer: earlier
+    return best, env
 
 
 def test_publish_writes_the_loaded_file_only_below_greedy(
     kit: Path, trainer: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    trainer.publish(best_of_run(trainer, 1.0), kit, "imitation_seed0.pt", "weights_imitation.pt")
+    trainer.publish_best(*best_of_run(trainer, 1.0), kit, "imitation_seed0.pt", "weights_imitation.pt")
     out = capsys.readouterr().out
     assert "weights_imitation.pt not written: no checkpoint beat Greedy on the validation workloads (best 1.0000)" in (
         out
     )
     assert (kit / "imitation_seed0.pt").is_file() and not (kit / "weights_imitation.pt").exists()
 
-    trainer.publish(best_of_run(trainer, 0.9), kit, "imitation_seed0.pt", "weights_imitation.pt")
+    trainer.publish_best(*best_of_run(trainer, 0.9), kit, "imitation_seed0.pt", "weights_imitation.pt")
     out = capsys.readouterr().out
     assert f"saved {kit / 'weights_imitation.pt'} (0.9000 x Greedy on validation)\n" in out
     assert "policy.py loads it: `layersched validate .` scores it on the public sample\n" in out
@@ -164,16 +166,16 @@ def test_publish_writes_the_loaded_file_only_below_greedy(
 def test_publish_keeps_better_weights_of_an_earlier_run(
     kit: Path, trainer: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    trainer.publish(best_of_run(trainer, 0.85), kit, "imitation_seed0.pt", "weights_imitation.pt")
+    trainer.publish_best(*best_of_run(trainer, 0.85), kit, "imitation_seed0.pt", "weights_imitation.pt")
     earlier = (kit / "weights_imitation.pt").read_bytes()
     capsys.readouterr()
 
-    trainer.publish(best_of_run(trainer, 0.9, earlier=0.85), kit, "imitation_seed1.pt", "weights_imitation.pt")
+    trainer.publish_best(*best_of_run(trainer, 0.9, earlier=0.85), kit, "imitation_seed1.pt", "weights_imitation.pt")
     out = capsys.readouterr().out
     assert "weights_imitation.pt kept: the earlier one scores 0.8500 x Greedy, this run 0.9000\n" in out
     assert (kit / "weights_imitation.pt").read_bytes() == earlier
 
-    trainer.publish(best_of_run(trainer, 0.8, earlier=0.85), kit, "imitation_seed2.pt", "weights_imitation.pt")
+    trainer.publish_best(*best_of_run(trainer, 0.8, earlier=0.85), kit, "imitation_seed2.pt", "weights_imitation.pt")
     out = capsys.readouterr().out
     assert "weights_imitation.pt replaced: the earlier one scored 0.8500 x Greedy, this run 0.8000\n" in out
     assert f"saved {kit / 'weights_imitation.pt'} (0.8000 x Greedy on validation)\n" in out
@@ -182,7 +184,7 @@ def test_publish_keeps_better_weights_of_an_earlier_run(
 def test_publish_says_when_policy_py_loads_another_file(
     kit: Path, trainer: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    trainer.publish(best_of_run(trainer, 0.9), kit, "reinforce_seed0.pt", "weights_reinforce.pt")
+    trainer.publish_best(*best_of_run(trainer, 0.9), kit, "reinforce_seed0.pt", "weights_reinforce.pt")
     out = capsys.readouterr().out
     loaded = kit / "weights_imitation.pt"
     assert f'policy.py loads {loaded}, not this file: set WEIGHTS_FILE = "weights_reinforce.pt" in policy.py\n' in out

@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from layersched.sim.baselines import BASELINES
-from layersched.sim.catalog import load_catalog
-from layersched.sim.env import ClusterEnv
-from layersched.sim.scenario import NodeRanges, Scenario
-from layersched.sim.workload import Task
+from layersched.sim.tracks.layers_v1.baselines import BASELINES
+from layersched.sim.tracks.layers_v1.catalog import load_catalog
+from layersched.sim.tracks.layers_v1.env import ClusterEnv
+from layersched.sim.tracks.layers_v1.scenario import NodeRanges, Scenario
+from layersched.sim.tracks.layers_v1.workload import Task
 
 
 class LabModel:

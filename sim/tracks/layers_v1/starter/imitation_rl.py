@@ -38,19 +38,11 @@ try:
 except ImportError:  # the CLI and the simulator do not need torch; training does
     raise SystemExit("this script needs torch (CPU is enough): pip install 'layersched[torch]'") from None
 from policy import make_scorer
-from train_reinforce import (
-    KeepBest,
-    compare_with_baselines,
-    make_env,
-    parse_args,
-    publish,
-    reinforce_loss,
-    run_policy,
-    seed_everything,
-)
+from train_reinforce import compare_with_baselines, keep_best, make_env, publish_best, reinforce, run_policy
 
-from layersched.sim.baselines import BASELINES
-from layersched.sim.env import ClusterEnv
+from layersched.sim.tracks.layers_v1.baselines import BASELINES
+from layersched.sim.tracks.layers_v1.env import ClusterEnv
+from layersched.sim.training import parse_args, seed_everything
 
 
 @dataclass
@@ -136,7 +128,7 @@ def main(args: Args) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     env = make_env(args)
     scorer = make_scorer(env.n_features)
-    best = KeepBest(env, args.val_seeds, args.val_every)
+    best = keep_best(env, args)
     started = time.time()
     print(f"phase 1: behaviour cloning of {args.expert} on {args.bc_episodes} episodes")
     behaviour_clone(scorer, record_expert(env, BASELINES[args.expert], args.bc_episodes), args)
@@ -150,19 +142,9 @@ def main(args: Args) -> None:
         with torch.no_grad():
             run_policy(env, scorer, seed=1000, sample=True)
         writer.writerow([-1, float(np.mean(env.completion))])
-        for ep in range(args.episodes):
-            logps, rewards = run_policy(env, scorer, seed=1000 + ep)
-            loss = reinforce_loss(logps, rewards, args.gamma)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            mean_completion = float(np.mean(env.completion))
-            writer.writerow([ep, mean_completion])
-            if ep % 20 == 0 or ep == args.episodes - 1:
-                print(f"episode {ep:4d}  mean completion {mean_completion:7.1f} s  ({time.time() - started:.0f} s)")
-            best.after_episode(scorer, ep, args.episodes)
+        reinforce(env, scorer, opt, args, best, writer, started)
     scorer.load_state_dict(best.state)
-    publish(best, out_dir, f"imitation_seed{args.seed}.pt", "weights_imitation.pt")
+    publish_best(best, env, out_dir, f"imitation_seed{args.seed}.pt", "weights_imitation.pt")
     compare_with_baselines(env, scorer, args.eval_seeds, "Imitation+PG")
     print(f"done in {time.time() - started:.0f} s")
 

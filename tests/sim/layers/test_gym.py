@@ -7,8 +7,8 @@ gymnasium = pytest.importorskip("gymnasium")
 
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 
-from layersched.sim.gym_env import LayerSchedEnv  # noqa: E402
-from layersched.sim.scenario import CloudNode, Scenario  # noqa: E402
+from layersched.sim.tracks.layers_v1.gym_env import LayerSchedEnv  # noqa: E402
+from layersched.sim.tracks.layers_v1.scenario import CloudNode, Scenario  # noqa: E402
 
 
 @pytest.mark.parametrize("cloud", [None, CloudNode()], ids=["edge", "cloud"])

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from layersched.sim.catalog import (
+from layersched.sim.errors import CatalogError, ScenarioError
+from layersched.sim.tracks.layers_v1.catalog import (
     BUILTIN_CATALOGS,
     MAX_LAYER_MB,
     catalog_summary,
     load_catalog,
     parse_catalog,
 )
-from layersched.sim.errors import CatalogError, ScenarioError
-from layersched.sim.scenario import CloudNode, NodeRanges, Scenario
+from layersched.sim.tracks.layers_v1.scenario import CloudNode, NodeRanges, Scenario
 
 D1 = "sha256:" + "1" * 64
 D2 = "sha256:" + "2" * 64

@@ -53,5 +53,5 @@ def test_catalog_regeneration_reproduces_the_shipped_file(tmp_path: Path) -> Non
         check=True,
         capture_output=True,
     )
-    shipped = Path(__file__).resolve().parents[2] / "sim" / "data" / "lab_seed0.json"
+    shipped = Path(__file__).resolve().parents[3] / "sim" / "tracks" / "layers_v1" / "data" / "lab_seed0.json"
     assert out.read_bytes() == shipped.read_bytes()

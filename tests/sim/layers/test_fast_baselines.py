@@ -13,12 +13,12 @@ import random
 import numpy as np
 import pytest
 
-from layersched.sim.baselines import BASELINES, _pick
-from layersched.sim.catalog import load_catalog
-from layersched.sim.env import ClusterEnv
-from layersched.sim.reference_baselines import REFERENCE_BASELINES
-from layersched.sim.reference_baselines import _pick as reference_pick
-from layersched.sim.scenario import CloudNode, NodeRanges, Scenario
+from layersched.sim.tracks.layers_v1.baselines import BASELINES, _pick
+from layersched.sim.tracks.layers_v1.catalog import load_catalog
+from layersched.sim.tracks.layers_v1.env import ClusterEnv
+from layersched.sim.tracks.layers_v1.reference_baselines import REFERENCE_BASELINES
+from layersched.sim.tracks.layers_v1.reference_baselines import _pick as reference_pick
+from layersched.sim.tracks.layers_v1.scenario import CloudNode, NodeRanges, Scenario
 
 SCENARIOS = {
     "lab": Scenario(),

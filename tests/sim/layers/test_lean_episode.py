@@ -13,12 +13,12 @@ import random
 import numpy as np
 import pytest
 
-from layersched.sim.catalog import load_catalog
-from layersched.sim.env import ClusterEnv
-from layersched.sim.episode import run_episode
 from layersched.sim.errors import PolicyError
-from layersched.sim.scenario import CloudNode, NodeRanges, Scenario
-from layersched.sim.workload import Task
+from layersched.sim.tracks.layers_v1.catalog import load_catalog
+from layersched.sim.tracks.layers_v1.env import ClusterEnv
+from layersched.sim.tracks.layers_v1.episode import run_episode
+from layersched.sim.tracks.layers_v1.scenario import CloudNode, NodeRanges, Scenario
+from layersched.sim.tracks.layers_v1.workload import Task
 from tests.sim.table_imports import modules_a_table_imports
 
 SCENARIOS = {

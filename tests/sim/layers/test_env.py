@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from layersched.sim.baselines import BASELINES, get_baseline
-from layersched.sim.catalog import load_catalog, parse_catalog
-from layersched.sim.env import ClusterEnv
-from layersched.sim.episode import check_action, run_episode
 from layersched.sim.errors import CatalogError, PolicyError, ScenarioError
-from layersched.sim.scenario import CloudNode, NodeRanges, Scenario
+from layersched.sim.tracks.layers_v1.baselines import BASELINES, get_baseline
+from layersched.sim.tracks.layers_v1.catalog import load_catalog, parse_catalog
+from layersched.sim.tracks.layers_v1.env import ClusterEnv
+from layersched.sim.tracks.layers_v1.episode import check_action, run_episode
+from layersched.sim.tracks.layers_v1.scenario import CloudNode, NodeRanges, Scenario
 
 
 def lab_style_policy(env, task, rng):  # type: ignore[no-untyped-def]

@@ -1,4 +1,5 @@
-"""observe()'s C kernel (sim/_observe.c) against observe()'s Python loop, bit for bit, and the cases it declines.
+"""observe()'s C kernel (sim/tracks/layers_v1/_observe.c) against observe()'s Python loop, bit for bit, and the cases it
+declines.
 
 The Python loop is the kernel's definition (and is itself checked against the lab model in test_lab_differential.py
 and test_observe_fast.py), so here the two are compared on the same plans: in whole episodes under every policy
@@ -16,12 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from layersched.sim.baselines import BASELINES
-from layersched.sim.catalog import load_catalog
-from layersched.sim.env import ClusterEnv, Plan
-from layersched.sim.scenario import CloudNode, Scenario
-from layersched.sim.workload import NodeSpec, Task
-from tests.sim.test_lab_differential import SCENARIOS as DIFFERENTIAL_SCENARIOS
+from layersched.sim.tracks.layers_v1.baselines import BASELINES
+from layersched.sim.tracks.layers_v1.catalog import load_catalog
+from layersched.sim.tracks.layers_v1.env import ClusterEnv, Plan
+from layersched.sim.tracks.layers_v1.scenario import CloudNode, Scenario
+from layersched.sim.tracks.layers_v1.workload import NodeSpec, Task
+from tests.sim.layers.test_lab_differential import SCENARIOS as DIFFERENTIAL_SCENARIOS
 
 kernel = ClusterEnv.observe_kernel
 
@@ -29,7 +30,9 @@ kernel = ClusterEnv.observe_kernel
 def test_the_kernel_is_built() -> None:
     # Without it observe() is still right, only slower; the benchmark's 10x needs it, so a machine that runs the
     # tests must have built it (scripts/bootstrap installs with gcc and the Python headers).
-    assert kernel is not None, "sim/_observe.c was not compiled: reinstall with `pip install -e .` and a C compiler"
+    assert kernel is not None, (
+        "sim/tracks/layers_v1/_observe.c was not compiled: reinstall with `pip install -e .` and a C compiler"
+    )
 
 
 def _kernel_rows(env: ClusterEnv, task: Task) -> bytes:

@@ -26,17 +26,12 @@ Writes ``train_seed{S}.csv`` (episode, mean completion time of that training epi
 
 from __future__ import annotations
 
-import argparse
-import ast
 import csv
-import dataclasses
-import inspect
-import itertools
-import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -47,13 +42,19 @@ except ImportError:  # the CLI and the simulator do not need torch; training doe
 from policy import WEIGHTS as POLICY_WEIGHTS
 from policy import make_scorer
 
-from layersched.sim.baselines import BASELINES
-from layersched.sim.catalog import load_catalog
-from layersched.sim.env import ClusterEnv
-from layersched.sim.episode import run_lab_baseline
-from layersched.sim.scenario import Scenario
-
-A = TypeVar("A")
+from layersched.sim.tracks.layers_v1.baselines import BASELINES
+from layersched.sim.tracks.layers_v1.catalog import load_catalog
+from layersched.sim.tracks.layers_v1.env import ClusterEnv
+from layersched.sim.tracks.layers_v1.episode import run_lab_baseline
+from layersched.sim.tracks.layers_v1.scenario import Scenario
+from layersched.sim.training import (
+    KeepBest,
+    discounted_returns,
+    parse_args,
+    publish,
+    seed_everything,
+    validation_seeds,
+)
 
 
 @dataclass
@@ -86,42 +87,11 @@ class Args:
     """deterministic torch kernels, so a seed reproduces its run"""
 
 
-def parse_args(cls: type[A], description: str | None) -> A:
-    """A command line from a dataclass: one --option per field, its docstring as help (cleanrl uses tyro for this)."""
-    tree = ast.parse(inspect.getsource(cls))
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    docs = {
-        prev.target.id: str(node.value.value)
-        for prev, node in itertools.pairwise(body)
-        if isinstance(prev, ast.AnnAssign)
-        and isinstance(prev.target, ast.Name)
-        and isinstance(node, ast.Expr)
-        and isinstance(node.value, ast.Constant)
-    }
-    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        option = "--" + f.name.replace("_", "-")
-        if isinstance(f.default, bool):
-            parser.add_argument(option, action=argparse.BooleanOptionalAction, default=f.default, help=docs.get(f.name))
-        else:
-            parser.add_argument(
-                option, type=type(f.default), default=f.default, help=f"{docs.get(f.name)} (default {f.default})"
-            )
-    return cls(**vars(parser.parse_args()))
-
-
 def make_env(args: Any) -> ClusterEnv:
     scenario = Scenario(
         catalog=load_catalog(args.catalog), n_nodes=args.nodes, n_tasks=args.tasks, arrival_rate=args.rate
     )
     return ClusterEnv(scenario)
-
-
-def seed_everything(seed: int, deterministic: bool) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    torch.use_deterministic_algorithms(deterministic)
 
 
 def run_policy(env: ClusterEnv, scorer: Any, seed: int, sample: bool = True) -> tuple[list[torch.Tensor], list[float]]:
@@ -144,14 +114,27 @@ def run_policy(env: ClusterEnv, scorer: Any, seed: int, sample: bool = True) -> 
 
 def reinforce_loss(logps: list[torch.Tensor], rewards: list[float], gamma: float) -> torch.Tensor:
     """-(log pi(a_t|s_t) x normalised discounted return G_t), averaged over the episode."""
-    returns: list[float] = []
-    g = 0.0
-    for r in reversed(rewards):  # G_t = r_t + gamma G_{t+1}
-        g = r + gamma * g
-        returns.append(g)
-    ret = torch.tensor(returns[::-1])
+    ret = torch.from_numpy(discounted_returns(rewards, gamma)).float()
     adv = (ret - ret.mean()) / (ret.std() + 1e-8) if len(ret) > 1 else ret - ret.mean()
     return -(torch.stack(logps) * adv).mean()
+
+
+def reinforce(env: ClusterEnv, scorer: Any, opt: Any, args: Any, best: KeepBest, writer: Any, started: float) -> None:
+    """``args.episodes`` episodes of REINFORCE, one gradient step each, on the training workloads (seeds 1000+, never
+    a test workload's 0..4): a CSV row per episode (its mean completion time), the network offered to ``best`` when
+    it is due."""
+    for ep in range(args.episodes):
+        logps, rewards = run_policy(env, scorer, seed=1000 + ep)
+        loss = reinforce_loss(logps, rewards, args.gamma)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        mean_completion = float(np.mean(env.completion))
+        writer.writerow([ep, mean_completion])
+        if ep % 20 == 0 or ep == args.episodes - 1:
+            print(f"episode {ep:4d}  mean completion {mean_completion:7.1f} s  ({time.time() - started:.0f} s)")
+        if best.due(ep, args.episodes):
+            best.offer(scorer, ep)
 
 
 def compare_with_baselines(env: ClusterEnv, scorer: Any, n_seeds: int, label: str) -> None:
@@ -170,79 +153,47 @@ def compare_with_baselines(env: ClusterEnv, scorer: Any, n_seeds: int, label: st
         print(f"{name:12s} {np.mean(res):7.1f} +- {np.std(res):5.1f} s")
 
 
-VALIDATION_SEED = 3000  # validation workloads: apart from training (1000+), cloning (2000+) and test (0+) seeds
+def greedy_ratio(env: ClusterEnv, n_seeds: int) -> Callable[[Any], float]:
+    """``scorer``'s validation score: its mean completion time over Greedy's on the validation workloads (the seeds
+    of ``validation_seeds``, neither trained nor tested on); below 1.0 beats Greedy."""
+    seeds = validation_seeds(n_seeds)
+    greedy = float(np.mean([run_lab_baseline(env, BASELINES["Greedy"], s) for s in seeds]))
 
-
-class KeepBest:
-    """The best checkpoint so far by its validation ratio: mean completion time / Greedy's on the same workloads.
-
-    Policy gradient is noisy: the last episode's weights are often worse than earlier ones, so a run ends with the
-    best checkpoint it has seen rather than its last one (what a Kaggle notebook does with early stopping).
-    """
-
-    def __init__(self, env: ClusterEnv, n_seeds: int, every: int) -> None:
-        if n_seeds < 1:
-            raise SystemExit(f"--val-seeds must be at least 1 (got {n_seeds}): checkpoints are chosen on them")
-        if every < 1:
-            raise SystemExit(f"--val-every must be at least 1 (got {every})")
-        self.env = env
-        self.every = every
-        self.seeds = range(VALIDATION_SEED, VALIDATION_SEED + n_seeds)
-        self.greedy = float(np.mean([run_lab_baseline(env, BASELINES["Greedy"], s) for s in self.seeds]))
-        self.ratio = float("inf")
-        self.episode = -1
-        self.state: dict[str, torch.Tensor] = {}
-
-    def score(self, scorer: Any) -> float:
-        """The validation ratio of ``scorer``: below 1.0 beats Greedy."""
+    def score(scorer: Any) -> float:
         means = []
         with torch.no_grad():
-            for s in self.seeds:
-                run_policy(self.env, scorer, s, sample=False)
-                means.append(float(np.mean(self.env.completion)))
-        return float(np.mean(means)) / self.greedy
+            for s in seeds:
+                run_policy(env, scorer, s, sample=False)
+                means.append(float(np.mean(env.completion)))
+        return float(np.mean(means)) / greedy
 
-    def after_episode(self, scorer: Any, episode: int, episodes: int) -> None:
-        """Validate every ``every`` episodes and after the last one."""
-        if (episode + 1) % self.every == 0 or episode == episodes - 1:
-            self.offer(scorer, episode)
-
-    def offer(self, scorer: Any, episode: int) -> None:
-        """Score the current weights; keep a copy if they are the best so far."""
-        ratio = self.score(scorer)
-        best = ratio < self.ratio
-        if best:
-            self.ratio, self.episode = ratio, episode
-            self.state = {k: v.detach().clone() for k, v in scorer.state_dict().items()}
-        print(f"validation after episode {episode:4d}: {ratio:.4f} x Greedy{'  (best so far)' if best else ''}")
+    return score
 
 
-def publish(best: KeepBest, out_dir: Path, run_file: str, weights_file: str) -> None:
+def keep_best(env: ClusterEnv, args: Any) -> KeepBest:
+    return KeepBest(greedy_ratio(env, args.val_seeds), reference="Greedy", unit="episode", every=args.val_every)
+
+
+def publish_best(best: KeepBest, env: ClusterEnv, out_dir: Path, run_file: str, weights_file: str) -> bool:
     """Save the run's best checkpoint as ``run_file``, and as ``weights_file`` only if it beats Greedy and the
-    ``weights_file`` already there (scored on the same validation workloads): a worse run never replaces it."""
-    torch.save(best.state, out_dir / run_file)
-    print(f"saved {out_dir / run_file}: this run's best checkpoint (episode {best.episode}, {best.ratio:.4f} x Greedy)")
-    target = out_dir / weights_file
-    if best.ratio >= 1.0:
-        print(
-            f"{weights_file} not written: no checkpoint beat Greedy on the validation workloads "
-            f"(best {best.ratio:.4f}), and the template without weights is Greedy"
-        )
-        return
-    if target.exists():
-        earlier = make_scorer(best.env.n_features)
-        earlier.load_state_dict(torch.load(target, map_location="cpu", weights_only=True))
-        was = best.score(earlier)
-        if was <= best.ratio:
-            print(f"{weights_file} kept: the earlier one scores {was:.4f} x Greedy, this run {best.ratio:.4f}")
-            return
-        print(f"{weights_file} replaced: the earlier one scored {was:.4f} x Greedy, this run {best.ratio:.4f}")
-    torch.save(best.state, target)
-    print(f"saved {target} ({best.ratio:.4f} x Greedy on validation)")
-    if target.resolve() == POLICY_WEIGHTS.resolve():
-        print("policy.py loads it: `layersched validate .` scores it on the public sample")
-    else:
-        print(f'policy.py loads {POLICY_WEIGHTS}, not this file: set WEIGHTS_FILE = "{weights_file}" in policy.py')
+    ``weights_file`` already there (``layersched.sim.training.publish``)."""
+
+    def load(path: Path) -> Any:
+        if not path.exists():
+            return None
+        earlier = make_scorer(env.n_features)
+        earlier.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+        return earlier
+
+    return publish(
+        best,
+        run_file=out_dir / run_file,
+        target=out_dir / weights_file,
+        save=lambda state, path: torch.save(state, path),
+        load=load,
+        loads=POLICY_WEIGHTS,
+        template="Greedy",
+    )
 
 
 def main(args: Args) -> None:
@@ -251,25 +202,14 @@ def main(args: Args) -> None:
     env = make_env(args)
     scorer = make_scorer(env.n_features)
     opt = torch.optim.Adam(scorer.parameters(), lr=args.lr)
-    best = KeepBest(env, args.val_seeds, args.val_every)
+    best = keep_best(env, args)
     started = time.time()
     with open(out_dir / f"train_seed{args.seed}.csv", "w", newline="") as log:
         writer = csv.writer(log)
         writer.writerow(["episode", "mean_completion_s"])
-        for ep in range(args.episodes):
-            # Training workloads (seeds 1000+) and test workloads (0..4) never overlap.
-            logps, rewards = run_policy(env, scorer, seed=1000 + ep)
-            loss = reinforce_loss(logps, rewards, args.gamma)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            mean_completion = float(np.mean(env.completion))
-            writer.writerow([ep, mean_completion])
-            if ep % 20 == 0 or ep == args.episodes - 1:
-                print(f"episode {ep:4d}  mean completion {mean_completion:7.1f} s  ({time.time() - started:.0f} s)")
-            best.after_episode(scorer, ep, args.episodes)
+        reinforce(env, scorer, opt, args, best, writer, started)
     scorer.load_state_dict(best.state)
-    publish(best, out_dir, f"reinforce_seed{args.seed}.pt", "weights_reinforce.pt")
+    publish_best(best, env, out_dir, f"reinforce_seed{args.seed}.pt", "weights_reinforce.pt")
     compare_with_baselines(env, scorer, args.eval_seeds, "REINFORCE")
     print(f"done in {time.time() - started:.0f} s")
 

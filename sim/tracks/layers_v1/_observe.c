@@ -5,7 +5,7 @@
  * C doubles in the order the lab's Python computes it: the download queue advanced one missing layer at a time from
  * max(now, download_free), then each feature divided by 100 (or 1000, precomputed in the plan), then cast to float.
  * IEEE double arithmetic gives the same bits as CPython's float operations, so the result is the Python path's
- * (and the lab's) bit for bit; tests/sim/test_observe_kernel.py checks it against both. Build with contraction
+ * (and the lab's) bit for bit; tests/sim/layers/test_observe_kernel.py checks it against both. Build with contraction
  * off (-ffp-contract=off, pyproject.toml): a fused multiply-add would round differently.
  *
  * Why C: the Python loop costs about 0.25 us a node in the interpreter (a call to sum, five divisions, a tuple),

@@ -1,4 +1,5 @@
-"""The policy's view (layersched.sim.view): whatever a policy writes to it, every decision starts from the truth."""
+"""The policy's view (layersched.sim.tracks.layers_v1.view): whatever a policy writes to it, every decision starts from
+the truth."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from layersched.sim.baselines import get_baseline
-from layersched.sim.env import ClusterEnv
-from layersched.sim.episode import run_episode
-from layersched.sim.scenario import Scenario
-from layersched.sim.view import TrueView
-from layersched.sim.workload import NodeSpec, Task
+from layersched.sim.tracks.layers_v1.baselines import get_baseline
+from layersched.sim.tracks.layers_v1.env import ClusterEnv
+from layersched.sim.tracks.layers_v1.episode import run_episode
+from layersched.sim.tracks.layers_v1.scenario import Scenario
+from layersched.sim.tracks.layers_v1.view import TrueView
+from layersched.sim.tracks.layers_v1.workload import NodeSpec, Task
 
 SCENARIO = Scenario(n_tasks=120)
 greedy = get_baseline("Greedy")

@@ -1,10 +1,10 @@
 """observe()'s two loops (downloads all finished by ``now``, or not) against the lab model, on tasks of any time.
 
-The differential test observes each task just before its placement, which mostly takes the loop for queued
-downloads; these observe many tasks against one state, earlier and later than its downloads, as a learned policy's
-look-ahead or the benchmark's late calls do, so both loops and the switch between them are checked bit for bit.
-Each test runs twice: through observe()'s C kernel (sim/_observe.c), and with ``observe_kernel = None``, through
-the Python loops the kernel is defined by.
+The differential test observes each task just before its placement, which mostly takes the loop for queued downloads;
+these observe many tasks against one state, earlier and later than its downloads, as a learned policy's look-ahead or
+the benchmark's late calls do, so both loops and the switch between them are checked bit for bit. Each test runs twice:
+through observe()'s C kernel (sim/tracks/layers_v1/_observe.c), and with ``observe_kernel = None``, through the Python
+loops the kernel is defined by.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import random
 import numpy as np
 import pytest
 
-from layersched.sim.baselines import BASELINES
-from layersched.sim.catalog import load_catalog
-from layersched.sim.env import ClusterEnv, _queue_end
-from layersched.sim.scenario import CloudNode, NodeRanges, Scenario
-from layersched.sim.workload import Task
-from tests.sim.test_lab_differential import LabModel
+from layersched.sim.tracks.layers_v1.baselines import BASELINES
+from layersched.sim.tracks.layers_v1.catalog import load_catalog
+from layersched.sim.tracks.layers_v1.env import ClusterEnv, _queue_end
+from layersched.sim.tracks.layers_v1.scenario import CloudNode, NodeRanges, Scenario
+from layersched.sim.tracks.layers_v1.workload import Task
+from tests.sim.layers.test_lab_differential import LabModel
 
 
 def _left_to_right(increments: tuple[float, ...], start: float) -> float:

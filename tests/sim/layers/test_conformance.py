@@ -6,11 +6,11 @@ import statistics
 
 import pytest
 
-from layersched.sim.baselines import BASELINES
-from layersched.sim.catalog import load_catalog
-from layersched.sim.env import ClusterEnv
-from layersched.sim.episode import run_lab_baseline
-from layersched.sim.scenario import Scenario
+from layersched.sim.tracks.layers_v1.baselines import BASELINES
+from layersched.sim.tracks.layers_v1.catalog import load_catalog
+from layersched.sim.tracks.layers_v1.env import ClusterEnv
+from layersched.sim.tracks.layers_v1.episode import run_lab_baseline
+from layersched.sim.tracks.layers_v1.scenario import Scenario
 
 LAB_TABLE = {
     "Random": (243.2, 35.2),
