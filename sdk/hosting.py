@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from layersched.sdk.commands import AddCommand
-from layersched.sdk.errors import ConfigError
+from layersched.sdk.errors import ConfigError, LayerschedError
 from layersched.sim.arguments import positive_int
 
 
@@ -53,7 +53,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"layersched serve needs the server extra (missing module {exc.name!r}): pip install 'layersched[server]'"
         ) from None
-    return serve(host=args.host, port=args.port, data_dir=args.data_dir, demo=args.demo)
+    from layersched.server.errors import ServiceError
+
+    try:
+        return serve(host=args.host, port=args.port, data_dir=args.data_dir, demo=args.demo)
+    except ServiceError as exc:  # a set refused at registration (another file under a registered name)
+        raise LayerschedError(exc.message) from None
 
 
 def cmd_worker(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 from layersched.sdk.checks import limits_text
 from layersched.sdk.commands import AddCommand, Formatter, fail
 from layersched.sdk.errors import ConfigError
+from layersched.sdk.evalsets_cli import add_register_parser
 from layersched.sdk.progress import ProgressBar
 from layersched.sdk.validate import DEFAULT_DEADLINE_S
 from layersched.sim.arguments import positive_float, positive_int
@@ -96,10 +97,12 @@ def add_tool_parsers(sub: Any, add: AddCommand) -> None:
         sub,
         "evalset",
         cmd_evalset_verify,
-        "verify a revealed evaluation set",
-        "After the challenge the organisers publish the evaluation-set file; check that it matches the\n"
-        "commitment (SHA-256) they published before it.",
-        "  layersched evalset verify final.toml 9c1e...64 hex digits\n",
+        "verify a revealed evaluation set, or register sets with the service",
+        "After the challenge the organisers publish the evaluation-set file; `verify` checks that it matches\n"
+        "the commitment (SHA-256) they published before it. `register` (organisers, on a worker host) makes\n"
+        "evaluation-set files known to the service.",
+        "  layersched evalset verify final.toml 9c1e...64 hex digits\n"
+        "  layersched evalset register hidden_seeds/private/spring.toml sample\n",
     )
     ev = p.add_subparsers(dest="evalset_command", metavar="ACTION")
     ev.required = True
@@ -112,6 +115,7 @@ def add_tool_parsers(sub: Any, add: AddCommand) -> None:
     )
     v.add_argument("file", type=Path, help="the evaluation-set file")
     v.add_argument("commitment", help="the published SHA-256 (64 hex digits)")
+    add_register_parser(ev, add)
 
 
 def _known_track(name: str) -> Track:

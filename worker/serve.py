@@ -30,7 +30,7 @@ import httpx
 
 from layersched.server.config import Settings, get_settings
 from layersched.sim.ordered_pool import available_cores
-from layersched.worker.evalsets import register_and_score
+from layersched.worker.evalsets import progress_for, register_sets, registration_line
 from layersched.worker.sandbox.choice import choose_sandbox
 
 log = logging.getLogger(__name__)
@@ -64,17 +64,15 @@ def serve(*, host: str, port: int, data_dir: Path, demo: bool) -> int:
     print(f"layersched: database {display_url(settings.database_url)} (schema brought up to date)", flush=True)
     admin.upgrade_database(settings=settings)
     cores = available_cores()
-    evalset = register_and_score(
-        path=settings.evalset_path, settings=settings, workers=cores, progress=BaselineProgress(workers=cores)
+    registered = register_sets(
+        [settings.evalset_path], settings=settings, current=True, workers=cores, progress=progress_for(cores)
     )
-    print(
-        f"layersched: evaluation set {evalset.name!r} (commitment {evalset.commitment[:16]}...) registered", flush=True
+    # The extra sets are for phases besides the default one (admin phase create --evalset, a challenge file).
+    registered += register_sets(
+        list(settings.extra_evalset_paths), settings=settings, workers=cores, progress=progress_for(cores)
     )
-    for path in settings.extra_evalset_paths:  # for phases besides the default one (admin phase create --evalset)
-        extra = register_and_score(
-            path=path, settings=settings, current=False, workers=cores, progress=BaselineProgress(workers=cores)
-        )
-        print(f"layersched: evaluation set {extra.name!r} also registered, for phases", flush=True)
+    for registration in registered:
+        print(f"layersched: {registration_line(registration)}", flush=True)
     choice = choose_sandbox(settings)
     print(f"layersched: {choice.describe()}", flush=True)
     tokens = _demo_users(settings) if demo else {}
@@ -106,26 +104,6 @@ def serve(*, host: str, port: int, data_dir: Path, demo: bool) -> int:
             worker.wait()
         print("layersched: stopped", flush=True)
     return 0
-
-
-class BaselineProgress:
-    """Prints ``layersched: baselines 45/150 episodes`` each time another tenth of the episodes is scored."""
-
-    def __init__(self, lines: int = 10, workers: int = 1) -> None:
-        self.lines = lines
-        self.workers = workers
-        self.printed = 0
-
-    def __call__(self, done: int, total: int) -> None:
-        if done == 1:  # the rows were not cached: say what the wait is for
-            print(
-                f"layersched: scoring the six baselines on the {total} episodes ({min(self.workers, total)} processes;"
-                " once per evaluation set and simulator version)",
-                flush=True,
-            )
-        if done * self.lines >= (self.printed + 1) * total:
-            self.printed = done * self.lines // total
-            print(f"layersched: baselines {done}/{total} episodes", flush=True)
 
 
 def _terminate_with_parent() -> None:

@@ -29,7 +29,13 @@ from layersched.server.storage.accounts import (
 )
 from layersched.server.storage.audit import list_audit_log, log_action
 from layersched.server.storage.baselines import get_baseline_result, list_baseline_results, upsert_baseline_result
-from layersched.server.storage.evalsets import get_current_evalset, get_evalset, register_evalset, reveal_evalset
+from layersched.server.storage.evalsets import (
+    find_evalset,
+    get_current_evalset,
+    get_evalset,
+    register_evalset,
+    reveal_evalset,
+)
 from layersched.server.storage.evaluations import (
     INFRASTRUCTURE,
     expire_stuck_evaluations,
@@ -137,6 +143,7 @@ __all__ = [
     "end_page_sessions",
     "evaluation_scores",
     "expire_stuck_evaluations",
+    "find_evalset",
     "find_leaderboard_state",
     "finish_evaluation",
     "get_baseline_result",

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from layersched.server.errors import NotFound
+from layersched.server.errors import Conflict, NotFound
 from layersched.server.models import EvalSet, Phase, User, utcnow
 from layersched.server.storage.audit import add_log_entry
 from layersched.sim.tracks import DEFAULT_TRACK_ID
@@ -31,23 +31,37 @@ def register_evalset(
     current: bool = True,
     track: str = DEFAULT_TRACK_ID,
 ) -> EvalSet:
-    """Add an evaluation set (or update the one with this name); ``current`` makes new submissions use it.
+    """Add an evaluation set (or update where the one with this name and commitment is read from); ``current``
+    makes new submissions use it.
 
     ``scenarios`` is what participants may see: ``[{"name", "weight", "public_episodes"}]``; ``track`` is the id of
-    the track whose problem they are (``layersched.sim.tracks``).
+    the track whose problem they are (``layersched.sim.tracks``). A name keeps its commitment for good: a set with
+    another commitment under a registered name is refused (Conflict naming both), since its phases' submissions
+    were scored on, and its commitment published for, the registered one.
     """
     row = session.scalar(select(EvalSet).where(EvalSet.name == name))
+    if row is not None and row.commitment != commitment:
+        raise Conflict(changed_set_message(name=name, registered=row.commitment, given=commitment, path=path))
     if row is None:
         row = EvalSet(name=name, commitment=commitment, path=path, scenarios=list(scenarios), track=track)
         session.add(row)
     else:
-        row.commitment, row.path, row.scenarios, row.track = commitment, path, list(scenarios), track
+        row.path, row.scenarios, row.track = path, list(scenarios), track
     if current:
         session.execute(update(EvalSet).where(EvalSet.name != name).values(current=False))
         row.current = True
         _point_default_phase(session, row)
     session.commit()
     return row
+
+
+def changed_set_message(*, name: str, registered: str, given: str, path: str) -> str:
+    """Why a set whose commitment is not the registered one's is refused under that name, naming both."""
+    return (
+        f"evaluation set {name!r} is registered with commitment {registered}, but {path} has commitment {given}: "
+        "a registered set never changes (its commitment is published and its phases' submissions were scored on "
+        "it); register the new file under another name (`name = ...` in it, or admin evalset new --name)"
+    )
 
 
 def _point_default_phase(session: Session, evalset: EvalSet) -> None:
@@ -62,6 +76,10 @@ def _point_default_phase(session: Session, evalset: EvalSet) -> None:
 
 def get_current_evalset(*, session: Session) -> EvalSet | None:
     return session.scalar(select(EvalSet).where(EvalSet.current.is_(True)))
+
+
+def find_evalset(*, session: Session, name: str) -> EvalSet | None:
+    return session.scalar(select(EvalSet).where(EvalSet.name == name))
 
 
 def get_evalset(*, session: Session, name: str) -> EvalSet:

@@ -147,7 +147,7 @@ def test_serve_registers_the_extra_sets_for_phases_with_their_baselines(tmp_path
     try:
         wait_for(lambda: demo_ranked(url), 120, "the demo submission on the leaderboard")
         text = log.read_text()
-        assert "layersched: evaluation set 'jobs-sample' also registered, for phases" in text, text
+        assert "layersched: evaluation set 'jobs-sample' (track jobs-v1, commitment " in text, text
         organiser_token = re.findall(r"token: (lst_\S+)", text)[0]  # the demo's organiser comes first
         organiser = {"Authorization": f"Bearer {organiser_token}"}
         assert httpx.get(f"{url}/api/v1/evalsets/current", timeout=5).json()["track"] == "layers-v1"  # still current
