@@ -302,6 +302,8 @@ class Phase(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
     evalset: Mapped[EvalSet] = relationship()
+    # Its boards' state (None until a board is first read): a published private board closes the phase for good.
+    board_state: Mapped[LeaderboardState | None] = relationship(viewonly=True, uselist=False)
 
 
 class Team(Base):

@@ -264,8 +264,12 @@ class PhasePublic(TrackDescribed):
     opens_at: dt.datetime
     closes_at: dt.datetime | None
     open: bool
+    # upcoming (opens later), open, closed (by its times) or published (its private board is: closed for good)
+    state: Literal["upcoming", "open", "closed", "published"]
     daily_quota: int
     visibility: Visibility
+    # GET /phases with a token: what the caller's competitor (their team, else they) submitted to it today (UTC)
+    submissions_today: int | None = None
 
 
 class PhasesPublic(BaseModel):

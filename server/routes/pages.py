@@ -75,7 +75,7 @@ def leaderboard_page(
             "evalset": target.evalset,
             "phase": target,
             "phases": shown,
-            "now": utcnow(),
+            "phase_state": storage.phase_state(target, utcnow()),
             "state": storage.get_leaderboard_state(session=session, phase=target),
             "deadline": deadline.astimezone(dt.timezone.utc) if deadline else None,
             "final_submissions": settings.final_submissions,

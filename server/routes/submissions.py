@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, UploadFile
+from fastapi import APIRouter, File, Form, Query, UploadFile
 
 from layersched.server import bundles, leaderboard, presenters, queue, storage, visibility
 from layersched.server.deps import CurrentUser, EnqueuerDep, PageDep, RowId, SessionDep, SettingsDep
@@ -82,8 +82,16 @@ def create_submission(
 
 
 @router.get("", response_model=SubmissionsPublic)
-def list_submissions(session: SessionDep, user: CurrentUser, page: PageDep) -> SubmissionsPublic:
-    rows, count = storage.list_submissions(session=session, viewer=user, offset=page.offset, limit=page.limit)
+def list_submissions(
+    session: SessionDep,
+    user: CurrentUser,
+    page: PageDep,
+    phase: Annotated[str | None, Query(max_length=50, pattern=NO_NUL, description="only those to this phase")] = None,
+) -> SubmissionsPublic:
+    target = storage.get_phase(session=session, name=phase) if phase is not None else None
+    rows, count = storage.list_submissions(
+        session=session, viewer=user, offset=page.offset, limit=page.limit, phase=target
+    )
     views = leaderboard.PublicViews(session, user)
     return SubmissionsPublic(
         data=[presenters.submission_public(s, viewer=user, view=views.of(s.phase)) for s in rows], count=count

@@ -75,8 +75,10 @@ from layersched.server.storage.phases import (
     edit_phase,
     get_phase,
     is_open,
+    is_published,
     list_phases,
     open_phase,
+    phase_state,
     resolve_phase,
 )
 from layersched.server.storage.quota import count_in_flight, count_submissions_today, phase_quota
@@ -158,6 +160,7 @@ __all__ = [
     "get_user_by_name",
     "heartbeat",
     "is_open",
+    "is_published",
     "issue_token",
     "join_team",
     "leaderboard_entries",
@@ -177,6 +180,7 @@ __all__ = [
     "member_ids",
     "open_phase",
     "phase_quota",
+    "phase_state",
     "primary_evaluation",
     "publish_private",
     "record_episode_result",

@@ -8,7 +8,7 @@ Organisers add their own (``dev``, ``final``) with :func:`create_phase`.
 from __future__ import annotations
 
 import datetime as dt
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -26,12 +26,38 @@ def _utc(moment: dt.datetime) -> str:
     return moment.astimezone(dt.timezone.utc).isoformat()
 
 
+def is_published(phase: Phase) -> bool:
+    """Whether the phase's private board (its final ranking) is published, which closes it whatever its times say."""
+    return phase.board_state is not None and phase.board_state.private_published
+
+
 def is_open(phase: Phase, now: dt.datetime) -> bool:
+    if is_published(phase):
+        return False
     return phase.opens_at <= now and (phase.closes_at is None or now < phase.closes_at)
+
+
+PhaseState = Literal["upcoming", "open", "closed", "published"]
+
+
+def phase_state(phase: Phase, now: dt.datetime) -> PhaseState:
+    """``upcoming`` (opens later), ``open``, ``closed`` (by its times) or ``published`` (its private board is: closed
+    for good)."""
+    if is_published(phase):
+        return "published"
+    if now < phase.opens_at:
+        return "upcoming"
+    return "open" if is_open(phase, now) else "closed"
 
 
 def closed_because(phase: Phase, now: dt.datetime) -> str | None:
     """Why ``phase`` takes no submissions at ``now`` (naming the time it opens or closed), None while it is open."""
+    if is_published(phase):
+        assert phase.board_state is not None
+        published_at = phase.board_state.published_at
+        return f"the private leaderboard of phase {phase.name!r} was published" + (
+            f" at {_utc(published_at)}" if published_at else ""
+        )
     if now < phase.opens_at:
         return f"phase {phase.name!r} is not open yet: it opens at {_utc(phase.opens_at)}"
     if phase.closes_at is not None and now >= phase.closes_at:
@@ -45,7 +71,9 @@ def board_visible(phase: Phase, viewer: User | None) -> bool:
 
 
 def get_phase(*, session: Session, name: str) -> Phase:
-    phase = session.scalar(select(Phase).where(Phase.name == name).options(selectinload(Phase.evalset)))
+    phase = session.scalar(
+        select(Phase).where(Phase.name == name).options(selectinload(Phase.evalset), selectinload(Phase.board_state))
+    )
     if phase is None:
         raise NotFound(f"phase {name!r} does not exist")
     return phase
@@ -53,7 +81,13 @@ def get_phase(*, session: Session, name: str) -> Phase:
 
 def list_phases(*, session: Session) -> list[Phase]:
     """Every phase, in the order they open."""
-    return list(session.scalars(select(Phase).options(selectinload(Phase.evalset)).order_by(Phase.opens_at, Phase.id)))
+    return list(
+        session.scalars(
+            select(Phase)
+            .options(selectinload(Phase.evalset), selectinload(Phase.board_state))
+            .order_by(Phase.opens_at, Phase.id)
+        )
+    )
 
 
 def resolve_phase(
