@@ -21,6 +21,7 @@ from typing import Any
 from layersched.sdk.admin_phases import add_phase_parser
 from layersched.sdk.arguments import phase_name
 from layersched.sdk.commands import AddCommand, configured_client, missing_action
+from layersched.sdk.confirm import add_yes_argument, confirm
 from layersched.sdk.errors import ConfigError
 from layersched.sdk.progress import ProgressBar
 from layersched.sdk.teams import add_admin_team_parser
@@ -142,10 +143,15 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         cmd_evalset_reveal,
         "reveal NAME on the server",
         "Mark a set revealed on the server, after the challenge; then publish its file, so that anyone can check\n"
-        "it against the commitment published before (`layersched evalset verify FILE COMMITMENT`).",
-        "  layersched admin evalset reveal spring\n",
+        "it against the commitment published before (`layersched evalset verify FILE COMMITMENT`). Refused while\n"
+        "a phase on the set is open and its private board unpublished (its hidden episodes would be known while\n"
+        "it still takes uploads) unless --force, which the audit log records; once revealed, no new phase may use\n"
+        "the set. Asks for confirmation on a terminal; --yes in scripts.",
+        "  layersched admin evalset reveal spring\n  layersched admin evalset reveal spring --yes\n",
     )
     p.add_argument("name", help="evaluation set name")
+    p.add_argument("--force", action="store_true", help="reveal even while a phase on it is open and unpublished")
+    add_yes_argument(p)
 
     p = add(
         actions,
@@ -189,11 +195,14 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         "disqualify",
         cmd_disqualify,
         "disqualify a submission with a reason",
-        "Remove a submission from the leaderboard; the reason is kept and shown.",
-        '  layersched admin disqualify 12 --reason "reads the evaluation-set file"\n',
+        "Remove a submission from the leaderboard; the reason is kept and shown. Asks for confirmation on a\n"
+        "terminal; --yes in scripts.",
+        '  layersched admin disqualify 12 --reason "reads the evaluation-set file"\n'
+        '  layersched admin disqualify 12 --reason "two accounts" --yes\n',
     )
     p.add_argument("id", type=int, help="submission id")
     p.add_argument("--reason", required=True, help="shown to the participant and on the audit log")
+    add_yes_argument(p)
 
     p = add(
         actions,
@@ -212,10 +221,12 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         "publish",
         cmd_publish,
         "publish a phase's private leaderboard",
-        "Make the phase's private split (its final ranking) visible to everyone; it closes the phase's uploads.",
-        "  layersched admin publish --phase final\n",
+        "Make the phase's private split (its final ranking) visible to everyone, once and for good; it closes the\n"
+        "phase. Asks for confirmation on a terminal; --yes in scripts.",
+        "  layersched admin publish --phase final\n  layersched admin publish --phase final --yes\n",
     )
     p.add_argument("--phase", type=phase_name, help="whose board (default: the only open phase)")
+    add_yes_argument(p)
 
     add_phase_parser(actions, add)
     add_admin_team_parser(actions, add)
@@ -306,8 +317,10 @@ def cmd_evalset_new(args: argparse.Namespace) -> int:
 
 
 def cmd_evalset_reveal(args: argparse.Namespace) -> int:
+    force = " (--force: while a phase on it is open)" if args.force else ""
+    confirm(f"reveal evaluation set {args.name!r}{force}", yes=args.yes)
     with configured_client() as client:
-        client.admin_reveal_evalset(args.name)
+        client.admin_reveal_evalset(args.name, force=args.force)
     print(f"revealed evaluation set {args.name!r}")
     return 0
 
@@ -370,6 +383,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_disqualify(args: argparse.Namespace) -> int:
+    confirm(f"disqualify submission #{args.id} ({args.reason})", yes=args.yes)
     with configured_client() as client:
         client.admin_disqualify(args.id, reason=args.reason)
     print(f"disqualified submission #{args.id}: {args.reason}")
@@ -385,6 +399,8 @@ def cmd_freeze(args: argparse.Namespace) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
+    which = f"phase {args.phase}" if args.phase else "the only open phase"
+    confirm(f"publish the private leaderboard (the final ranking) of {which}", yes=args.yes)
     with configured_client() as client:
         state = client.admin_publish(phase=args.phase)
     print(f"private leaderboard of phase {state.phase} published")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from layersched.sdk.bundle import ENTRY_POINT, MAX_BYTES, MAX_FILES, MAX_UNPACKED_BYTES, Bundle
+from layersched.sdk.bundle import ENTRY_POINT, MAX_BYTES, MAX_FILES, MAX_UNPACKED_BYTES, Bundle, skipped_text
 from layersched.sdk.errors import PolicyCheckError
 from layersched.sdk.progress import format_bytes
 from layersched.sim.errors import PolicyError
@@ -52,6 +52,9 @@ def static_findings(bundle: Bundle, track: Track) -> list[Finding]:
             f"{format_bytes(bundle.unpacked_bytes)} (upload {format_bytes(len(bundle.data))}); limits: {limits_text()}",
         )
     ]
+    left_out = skipped_text(bundle.skipped)
+    if left_out is not None:
+        findings.append(Finding("ok", left_out))
     if len(bundle.data) > 0.8 * MAX_BYTES:
         findings.append(
             Finding(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 Role = Literal["participant", "organiser"]
 State = Literal["queued", "running", "succeeded", "failed", "cancelled"]
@@ -355,6 +355,12 @@ class ScenarioPublic(BaseModel):
     name: str
     weight: float
     public_episodes: int
+
+
+class RevealRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    force: StrictBool = Field(default=False, description="reveal even while a phase on the set is open and unpublished")
 
 
 class EvalSetPublic(TrackDescribed):

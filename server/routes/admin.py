@@ -25,6 +25,7 @@ from layersched.server.schemas import (
     PhaseEdit,
     PhasePublic,
     RerunRequest,
+    RevealRequest,
     SubmissionPublic,
     TeamAssign,
     TeamCreate,
@@ -209,8 +210,15 @@ def remove_member(
 
 
 @router.post("/evalsets/{name}/reveal", response_model=EvalSetPublic)
-def reveal(session: SessionDep, actor: Organiser, name: Annotated[str, PathParam(pattern=NO_NUL)]) -> EvalSetPublic:
-    return presenters.evalset_public(storage.reveal_evalset(session=session, name=name, actor=actor))
+def reveal(
+    session: SessionDep,
+    actor: Organiser,
+    name: Annotated[str, PathParam(pattern=NO_NUL)],
+    body: RevealRequest | None = None,
+) -> EvalSetPublic:
+    """Refused (409) while a phase on the set is open and unpublished, unless ``force``."""
+    force = body.force if body else False
+    return presenters.evalset_public(storage.reveal_evalset(session=session, name=name, actor=actor, force=force))
 
 
 @router.get("/audit-log", response_model=AuditLogList)

@@ -34,7 +34,6 @@ from layersched.server.storage.evalsets import (
     get_current_evalset,
     get_evalset,
     register_evalset,
-    reveal_evalset,
 )
 from layersched.server.storage.evaluations import (
     INFRASTRUCTURE,
@@ -80,6 +79,7 @@ from layersched.server.storage.phases import (
     open_phase,
     phase_state,
     resolve_phase,
+    reveal_evalset,
 )
 from layersched.server.storage.quota import count_in_flight, count_submissions_today, phase_quota
 from layersched.server.storage.reruns import create_audit, create_rerun

@@ -1,4 +1,5 @@
-"""Evaluation sets as registered rows: which one is current, and revealing one after the competition.
+"""Evaluation sets as registered rows: which one is current (revealing one after the competition is in ``phases``,
+which knows whether a phase still uses it).
 
 The current set is the one of the default phase ``main``: registering a set as current points ``main`` at it (see
 ``phases``), so that a server with one set keeps one phase that follows it, as before phases.
@@ -6,7 +7,6 @@ The current set is the one of the default phase ``main``: registering a set as c
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,8 +14,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from layersched.server.errors import Conflict, NotFound
-from layersched.server.models import EvalSet, Phase, User, utcnow
-from layersched.server.storage.audit import add_log_entry
+from layersched.server.models import EvalSet, Phase, utcnow
 from layersched.sim.tracks import DEFAULT_TRACK_ID
 
 DEFAULT_PHASE = "main"
@@ -86,13 +85,4 @@ def get_evalset(*, session: Session, name: str) -> EvalSet:
     row = session.scalar(select(EvalSet).where(EvalSet.name == name))
     if row is None:
         raise NotFound(f"evaluation set {name!r} does not exist")
-    return row
-
-
-def reveal_evalset(*, session: Session, name: str, actor: User, now: dt.datetime | None = None) -> EvalSet:
-    row = get_evalset(session=session, name=name)
-    if not row.revealed:
-        row.revealed, row.revealed_at = True, now or utcnow()
-    add_log_entry(session, actor, "reveal_evalset", f"evalset:{name}", {"commitment": row.commitment})
-    session.commit()
     return row

@@ -8,14 +8,14 @@ Organisers add their own (``dev``, ``final``) with :func:`create_phase`.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
 from layersched.server.errors import Conflict, NotFound
-from layersched.server.models import Phase, User, utcnow
+from layersched.server.models import EvalSet, Phase, User, utcnow
 from layersched.server.storage.audit import add_log_entry
 from layersched.server.storage.evalsets import DEFAULT_PHASE, get_evalset
 
@@ -136,6 +136,11 @@ def create_phase(
     if session.scalar(select(Phase.id).where(Phase.name == name)) is not None:
         raise Conflict(f"phase {name!r} exists already")
     evalset = get_evalset(session=session, name=evalset_name)
+    if evalset.revealed:
+        raise Conflict(
+            f"evaluation set {evalset_name!r} is revealed: its hidden episodes are public, so no new phase may score "
+            "on it; register a new set (layersched admin evalset new, layersched evalset register)"
+        )
     opens_at = opens_at or now or utcnow()
     if closes_at is not None and closes_at <= opens_at:
         raise Conflict(f"phase {name!r} would close at {_utc(closes_at)}, not after it opens at {_utc(opens_at)}")
@@ -234,3 +239,32 @@ def close_phase(
     add_log_entry(session, actor, "close_phase", f"phase:{name}", {"closes_at": _utc(closes_at)})
     session.commit()
     return phase
+
+
+def reveal_evalset(
+    *, session: Session, name: str, actor: User, force: bool = False, now: dt.datetime | None = None
+) -> EvalSet:
+    """Mark the set revealed (its file is then published: every hidden episode becomes known).
+
+    Refused (Conflict naming them) while a phase on the set is open and its private board unpublished: the phase
+    still takes uploads, which could then be fitted to the revealed episodes. ``force`` overrides, and the audit
+    log keeps the phases it overrode.
+    """
+    row = get_evalset(session=session, name=name)
+    moment = now or utcnow()
+    open_phases = [p.name for p in list_phases(session=session) if p.evalset_id == row.id and is_open(p, moment)]
+    if open_phases and not force and not row.revealed:
+        listed = ", ".join(open_phases)
+        raise Conflict(
+            f"evaluation set {name!r} is the set of phase {listed}, open and not published: revealing it now would "
+            f"show its hidden episodes while it takes uploads; close the phase or publish its board first (or "
+            "--force)"
+        )
+    if not row.revealed:
+        row.revealed, row.revealed_at = True, moment
+    detail: dict[str, Any] = {"commitment": row.commitment}
+    if open_phases and force:
+        detail["forced_while_open"] = open_phases
+    add_log_entry(session, actor, "reveal_evalset", f"evalset:{name}", detail)
+    session.commit()
+    return row
