@@ -25,6 +25,12 @@ print(numpy.__version__, torch.__version__.split("+")[0])
 """
 
 
+def _in_image(image: str, code: str) -> str:
+    """What ``code`` prints in a container of ``image`` (no network)."""
+    argv = ["docker", "run", "--rm", "--network", "none", image, "python3", "-c", code]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True).stdout
+
+
 def test_the_pinned_wheels_are_the_build_files_pins() -> None:
     script = (SANDBOX / "build_image.sh").read_text()
     dockerfile = (SANDBOX / "Dockerfile").read_text()
@@ -37,26 +43,12 @@ def test_the_pinned_wheels_are_the_build_files_pins() -> None:
 
 @pytest.mark.docker
 def test_the_lists_are_the_built_images(sandbox_image: str) -> None:
-    out = subprocess.run(
-        ["docker", "run", "--rm", "--network", "none", sandbox_image, "python3", "-c", LIST_MODULES],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout.splitlines()
-    site, stdlib, python, versions = out
+    site, stdlib, python, versions = _in_image(sandbox_image, LIST_MODULES).splitlines()
     assert set(site.split()) == sandbox_modules.SITE_MODULES
     assert set(stdlib.split()) == sandbox_modules.STDLIB_MODULES
     assert python == sandbox_modules.PYTHON
     assert versions.split() == [sandbox_modules.PINNED["numpy"], sandbox_modules.PINNED["torch"]]
     # layersched is a namespace package there (pkgutil does not list it): the simulator imports, the SDK does not.
     probe = "import layersched.sim.env\ntry:\n    import layersched.sdk\nexcept ImportError:\n    print('no sdk')\n"
-    shown = subprocess.run(
-        ["docker", "run", "--rm", "--network", "none", sandbox_image, "python3", "-c", probe],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    assert shown.stdout == "no sdk\n"
+    assert _in_image(sandbox_image, probe) == "no sdk\n"
     assert sandbox_modules.sandbox_has("layersched.sim.env") and not sandbox_modules.sandbox_has("layersched.sdk")
