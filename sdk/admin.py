@@ -5,8 +5,8 @@ cannot: ``admin evalset new`` writes a secret file on the organiser's machine (`
 ``admin user add --bootstrap`` creates the very first organiser directly in the server's database, before any
 token exists (``layersched.sdk.bootstrap``: which database, its schema, the ``server`` extra).
 
-``admin phase ...`` is in ``admin_phases`` and ``admin team ...`` in ``teams`` (beside the participants' ``team``);
-this module adds them under ``admin``.
+``admin phase ...`` is in ``admin_phases``, ``admin challenge ...`` in ``challenge`` and ``admin team ...`` in
+``teams`` (beside the participants' ``team``); this module adds them under ``admin``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 
 from layersched.sdk.admin_phases import add_phase_parser
 from layersched.sdk.arguments import phase_name
+from layersched.sdk.challenge import add_challenge_parser
 from layersched.sdk.commands import AddCommand, configured_client, missing_action
 from layersched.sdk.confirm import add_yes_argument, confirm
 from layersched.sdk.errors import ConfigError
@@ -229,6 +230,7 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
     add_yes_argument(p)
 
     add_phase_parser(actions, add)
+    add_challenge_parser(actions, add)
     add_admin_team_parser(actions, add)
 
     p = add(

@@ -18,6 +18,7 @@ re-exported here, so ``from layersched.sdk.client import Submission`` keeps work
 from __future__ import annotations
 
 from layersched.sdk.api.admin import AdminApi
+from layersched.sdk.api.challenge import ChallengeApi
 from layersched.sdk.api.me import MeApi
 from layersched.sdk.api.phases import PhasesApi
 from layersched.sdk.api.responses import (
@@ -86,7 +87,7 @@ __all__ = [
 ]
 
 
-class Client(MeApi, SubmissionsApi, PhasesApi, TeamsApi, AdminApi):
+class Client(MeApi, SubmissionsApi, PhasesApi, TeamsApi, AdminApi, ChallengeApi):
     """Talks to one server. ``token`` may be None for the public leaderboard."""
 
     @classmethod

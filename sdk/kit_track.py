@@ -13,17 +13,12 @@ Format (TOML)::
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from layersched.sdk.errors import ConfigError
+from layersched.sdk.tomlfile import read_toml
 from layersched.sim.tracks import Track, TrackError, get_track
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 needs the tomli backport
-    import tomli as tomllib
 
 KIT_FILE = "layersched-kit.toml"
 _KEYS = frozenset({"track"})
@@ -54,12 +49,7 @@ def find_kit_track(path: Path) -> KitTrack | None:
     file = folder / KIT_FILE
     if not file.is_file():
         return None
-    try:
-        raw = tomllib.loads(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {file}: {exc.strerror or exc}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{file} is not valid TOML ({exc})") from None
+    raw = read_toml(file, "kit file")
     unknown = sorted(set(raw) - _KEYS)
     if unknown:
         raise ConfigError(f'{file}: unknown key {unknown[0]!r}; the kit file holds only track = "TRACK-ID"')

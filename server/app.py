@@ -25,6 +25,7 @@ from layersched.server.queue import CeleryEnqueuer, Enqueuer
 from layersched.server.routes import (
     admin,
     api_docs,
+    challenge,
     evalsets,
     health,
     leaderboard,
@@ -105,7 +106,7 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
         upload_path=f"{API_PREFIX}/submissions",
         sessionmaker=app.state.sessionmaker,
     )
-    for module in (me, submissions, leaderboard, phases, teams, evalsets, admin):
+    for module in (me, submissions, leaderboard, phases, teams, evalsets, admin, challenge):
         app.include_router(module.router, prefix=API_PREFIX, responses=ERROR_RESPONSES)
     app.include_router(health.router)
     app.include_router(pages.router)

@@ -7,6 +7,7 @@ Hierarchy (HTTP status and ``code`` of the error body in brackets)::
     ├── NotFound                       [404 not_found] the row does not exist or the caller may not know it does
     ├── Forbidden                      [403 forbidden]
     ├── Conflict                       [409 conflict] the request contradicts the current state
+    ├── InvalidRequest                 [422 invalid_request] values that contradict each other
     ├── BundleTooLarge                 [413 bundle_too_large]
     ├── InvalidBundle                  [422 invalid_bundle] an archive that is unsafe, malformed or over a limit
     ├── InvalidPolicy                  [422 invalid_policy] the entry point does not parse or lacks ``policy``
@@ -52,6 +53,13 @@ class Forbidden(ServiceError):
 class Conflict(ServiceError):
     status = 409
     code = "conflict"
+
+
+class InvalidRequest(ServiceError):
+    """A request whose values contradict each other (a challenge naming one phase twice)."""
+
+    status = 422
+    code = "invalid_request"
 
 
 class BundleTooLarge(ServiceError):

@@ -306,6 +306,21 @@ class Phase(Base):
     board_state: Mapped[LeaderboardState | None] = relationship(viewonly=True, uselist=False)
 
 
+class ChallengeRules(Base):
+    """The challenge's own rules as the organisers applied them (``layersched admin challenge apply``): each column
+    overrides its ``LAYERSCHED_*`` setting of the same name; null keeps the setting. One row at most (id 1)."""
+
+    __tablename__ = "challenge_rules"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    submission_deadline: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    final_submissions: Mapped[int | None] = mapped_column(Integer)
+    team_max_size: Mapped[int | None] = mapped_column(Integer)
+    team_invite_hours: Mapped[float | None] = mapped_column(Float)
+    team_merge_deadline: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
 class Team(Base):
     """Participants who compete as one: one quota, one leaderboard row, one final selection, and each member reads
     every submission of the others. A participant is in at most one team at a time (Kaggle's rule)."""

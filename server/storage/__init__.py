@@ -29,6 +29,7 @@ from layersched.server.storage.accounts import (
 )
 from layersched.server.storage.audit import list_audit_log, log_action
 from layersched.server.storage.baselines import get_baseline_result, list_baseline_results, upsert_baseline_result
+from layersched.server.storage.challenge import apply_challenge, export_challenge, get_rules
 from layersched.server.storage.evalsets import (
     find_evalset,
     get_current_evalset,
@@ -122,6 +123,7 @@ __all__ = [
     "NotFound",
     "PhaseChanges",
     "ScoredEntry",
+    "apply_challenge",
     "assign_member",
     "authenticate",
     "board_visible",
@@ -145,6 +147,7 @@ __all__ = [
     "end_page_sessions",
     "evaluation_scores",
     "expire_stuck_evaluations",
+    "export_challenge",
     "find_evalset",
     "find_leaderboard_state",
     "finish_evaluation",
@@ -154,6 +157,7 @@ __all__ = [
     "get_evaluation",
     "get_leaderboard_state",
     "get_phase",
+    "get_rules",
     "get_submission",
     "get_team",
     "get_user",
