@@ -159,11 +159,13 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         "rerun",
         cmd_rerun,
         "evaluate a submission again (a new evaluation, no quota)",
-        "Queue a new evaluation of the same submission, optionally on another evaluation set.",
-        "  layersched admin rerun 12\n  layersched admin rerun 12 --evalset final --wait\n",
+        "Queue a new evaluation of the same submission on the evaluation set of its phase (the set it was scored\n"
+        "on), or with --evalset on another registered set (such a score counts on no board). It never counts\n"
+        "against a quota.",
+        "  layersched admin rerun 12\n  layersched admin rerun 12 --evalset spring-v2 --wait\n",
     )
     p.add_argument("id", type=int, help="submission id")
-    p.add_argument("--evalset", help="evaluation set name (default: the current one)")
+    p.add_argument("--evalset", help="a registered set's name (default: the set of the submission's phase)")
     p.add_argument("--wait", action=argparse.BooleanOptionalAction, default=False, help="follow it (default: no)")
 
     p = add(
@@ -340,7 +342,8 @@ def _follow(client: Any, evaluation_id: int) -> Any:
 def cmd_rerun(args: argparse.Namespace) -> int:
     with configured_client() as client:
         evaluation = client.admin_rerun(args.id, evalset=args.evalset)
-        print(f"queued evaluation #{evaluation.id} (rerun) of submission #{args.id}")
+        on = f" on {evaluation.evalset_name!r}" if evaluation.evalset_name else ""
+        print(f"queued evaluation #{evaluation.id} (rerun{on}) of submission #{args.id}")
         if not args.wait:
             return 0
         final = _follow(client, evaluation.id)

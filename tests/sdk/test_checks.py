@@ -290,3 +290,26 @@ def test_a_single_file_importing_its_sibling_is_an_error(tmp_path: Path, sibling
             f"alone; submit the directory instead, with this file as its policy.py",
         )
     ]
+
+
+def test_a_workflows_pair_gets_the_action_hint_in_the_policys_own_names() -> None:
+    """Issue 29: a (candidate, VM) tuple is told how to make the one int action, in the names the student chose."""
+    from layersched.sim.evalset import evalset_file, load_evalset
+
+    scenario = load_evalset(evalset_file("workflows-sample")).scenarios[0].scenario
+
+    def pair(obs: Any, tasks: Any, rng: Any) -> Any:
+        return (0, 0)
+
+    with pytest.raises(PolicyCheckError) as exc:
+        check_policy(pair, scenario, track="workflows-v1")
+    assert str(exc.value) == (
+        "step 0: action (0, 0) (tuple) is not an int (a (candidate, VM) pair is one int action: return "
+        "obs.action(c, v), c * obs.n_vms + v)"
+    )
+
+    def contract_names(view: Any, candidates: Any, rng: Any) -> Any:
+        return [0, 0]
+
+    with pytest.raises(PolicyCheckError, match=r"return view\.action\(c, v\), c \* view\.n_vms \+ v\)$"):
+        check_policy(contract_names, scenario, track="workflows-v1")

@@ -588,7 +588,7 @@ def test_admin_commands_as_organiser(
     )
     code, out, _ = run(capsys, "admin", "rerun", "1", "--no-wait")
     assert code == 0
-    assert out.startswith("queued evaluation #2 (rerun) of submission #1")
+    assert out.startswith("queued evaluation #2 (rerun on 'sample') of submission #1")
     code, out, _ = run(capsys, "admin", "audit", "1", "--no-wait")
     assert code == 0
     # #1 or the rerun #2, whichever is the newest succeeded by now (the worker runs beside): see the next test.
