@@ -27,6 +27,7 @@ from layersched.sdk.local import add_kit_parsers, add_tool_parsers, run_sim
 from layersched.sdk.student import add_login_parser, add_student_parsers
 from layersched.sdk.submitting import add_submitting_parsers
 from layersched.sdk.teams import add_team_parser
+from layersched.sdk.terminal_text import for_terminal
 from layersched.sim.errors import SimError
 from layersched.sim.tracks import load_track_module
 
@@ -79,7 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(args_list)
     handler: Handler = args.handler
     try:
-        code = handler(args)
+        with for_terminal():  # whatever the server sent is printed escaped (terminal_text)
+            code = handler(args)
         sys.stdout.flush()  # a reader that went away shows here, not as a traceback in the interpreter's exit
         return code
     except AuthError as exc:

@@ -134,7 +134,7 @@ def cmd_select(args: argparse.Namespace) -> int:
     with Client.from_config() as client:
         sub = client.select(args.id)
         mine = client.submissions(limit=200, phase=sub.phase).data if sub.phase else []
-    print(f"selected #{sub.id} {sub.name!r} for the final ranking" + _of_phase(sub, mine))
+    print(f"selected #{sub.id} '{sub.name}' for the final ranking" + _of_phase(sub, mine))
     return 0
 
 
@@ -153,7 +153,7 @@ def cmd_unselect(args: argparse.Namespace) -> int:
     with Client.from_config() as client:
         sub = client.unselect(args.id)
         mine = client.submissions(limit=200, phase=sub.phase).data if sub.phase else []
-    print(f"unselected #{sub.id} {sub.name!r}" + _of_phase(sub, mine))
+    print(f"unselected #{sub.id} '{sub.name}'" + _of_phase(sub, mine))
     return 0
 
 
@@ -168,7 +168,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
             return 0
         sub = client.submission(args.id)
         outcome = outcome_line(sub, rank_for(client, sub), reference_for(client, sub))
-    print(f"#{sub.id} {sub.name!r}" + (f", phase {sub.phase}" if sub.phase else "") + ":")
+    print(f"#{sub.id} '{sub.name}'" + (f", phase {sub.phase}" if sub.phase else "") + ":")
     print(outcome)
     if not logs:
         print(f"no episode has run yet for #{args.id}")

@@ -110,7 +110,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
                 track=track.id if target.checked or kit is not None else None,
                 on_progress=lambda sent, total: bar.update(sent, total),
             )
-        print(f"submitted #{submission.id} {submission.name!r} ({submission.state})")
+        print(f"submitted #{submission.id} '{submission.name}' ({submission.state})")
         print(_page_line(client, submission.id))
         if not args.wait:
             print(f"follow it with: layersched status {submission.id}")
@@ -178,7 +178,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         rank, selection = rank_for(client, sub), selection_for(client, sub)
         reference = reference_for(client, sub)
     print(
-        f"#{sub.id} {sub.name!r} by {sub.owner}, created {sub.created_at}"
+        f"#{sub.id} '{sub.name}' by {sub.owner}, created {sub.created_at}"
         + (f", phase {sub.phase}" if sub.phase else "")
     )
     if sub.description:

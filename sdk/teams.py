@@ -15,6 +15,7 @@ from typing import Any
 
 from layersched.sdk.commands import AddCommand, configured_client, missing_action
 from layersched.sdk.tables import text_table
+from layersched.sim.arguments import positive_int
 
 
 def _team_name(value: str) -> str:
@@ -79,8 +80,15 @@ def add_team_parser(sub: Any, add: AddCommand) -> None:
         "  layersched team show\n  layersched team show --json\n",
     )
     p.add_argument("--json", action="store_true", help="print JSON")
-    p = add(actions, "list", cmd_list, "list every team", "Every team and its members.", "  layersched team list\n")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p = add(
+        actions,
+        "list",
+        cmd_list,
+        "list the teams",
+        "The teams and their members, oldest first, a page at a time.",
+        "  layersched team list\n  layersched team list --offset 50\n",
+    )
+    _add_list_arguments(p)
 
 
 def add_admin_team_parser(actions: Any, add: AddCommand) -> None:
@@ -113,11 +121,17 @@ def add_admin_team_parser(actions: Any, add: AddCommand) -> None:
         team_actions,
         "list",
         cmd_list,
-        "list every team",
-        "Every team and its members.",
-        "  layersched admin team list\n",
+        "list the teams",
+        "The teams and their members, oldest first, a page at a time.",
+        "  layersched admin team list\n  layersched admin team list --offset 50 --limit 200\n",
     )
-    p.add_argument("--json", action="store_true", help="print JSON")
+    _add_list_arguments(p)
+
+
+def _add_list_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the page's teams as JSON")
+    p.add_argument("--limit", type=positive_int, default=50, help="teams to show (default 50, at most 200)")
+    p.add_argument("--offset", type=int, default=0, help="skip the first N teams")
 
 
 def _line(team: Any) -> str:
@@ -162,12 +176,14 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     with configured_client() as client:
-        teams = client.teams()
+        page = client.teams(offset=args.offset, limit=args.limit)
     if args.json:
-        print(json.dumps([asdict(t) for t in teams], indent=2))
+        print(json.dumps([asdict(t) for t in page.data], indent=2))
         return 0
-    rows = [[t.name, ", ".join(t.members), f"{len(t.members)}/{t.max_size}"] for t in teams]
+    rows = [[t.name, ", ".join(t.members), f"{len(t.members)}/{t.max_size}"] for t in page.data]
     print(text_table(["team", "members", "size"], rows) if rows else "(no teams)")
+    if args.offset + len(page.data) < page.count:
+        print(f"(teams {args.offset + 1}-{args.offset + len(page.data)} of {page.count}; --offset N for more)")
     return 0
 
 

@@ -75,6 +75,14 @@ class Settings(BaseSettings):
         int, Field(ge=1, description="most members a team may have; 1 keeps every participant on their own")
     ] = 3
     team_invite_hours: Annotated[float, Field(gt=0, description="how long an invite code can be used")] = 72
+    team_creations: Annotated[
+        int,
+        Field(
+            ge=0,
+            description="teams a participant may found over the challenge, dissolved ones included (each takes a "
+            "name and begins a Ladder); organisers' teams do not count. 0: only organisers make teams",
+        ),
+    ] = 3
     team_merge_deadline: Annotated[
         AwareDatetime | None,
         Field(

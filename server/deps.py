@@ -40,11 +40,11 @@ def get_app_settings(request: Request, session: SessionDep) -> Settings:
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 EnqueuerDep = Annotated[Enqueuer, Depends(get_enqueuer)]
 
-_bearer = HTTPBearer(auto_error=False, description="an API token from `layersched admin user token`")
+bearer = HTTPBearer(auto_error=False, description="an API token from `layersched admin user token`")
 
 
 def get_optional_user(
-    session: SessionDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+    session: SessionDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 ) -> User | None:
     """The caller, None when no token is sent; a token that is sent must be valid."""
     if credentials is None:

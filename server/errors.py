@@ -11,6 +11,8 @@ Hierarchy (HTTP status and ``code`` of the error body in brackets)::
     ├── BundleTooLarge                 [413 bundle_too_large]
     ├── InvalidBundle                  [422 invalid_bundle] an archive that is unsafe, malformed or over a limit
     ├── InvalidPolicy                  [422 invalid_policy] the entry point does not parse or lacks ``policy``
+    ├── InvalidName                    [422 invalid_request] a name that breaks ``name_rules`` (checked in storage
+    │                                  for the callers that bypass the request schemas, which check it first)
     ├── QuotaExceeded                  [429 quota_exceeded] the daily submission quota is used up
     ├── TooManyInFlight                [429 too_many_in_flight]
     ├── StorageUnavailable             [503 storage_unavailable] the bundle store cannot be written
@@ -75,6 +77,11 @@ class InvalidBundle(ServiceError):
 class InvalidPolicy(ServiceError):
     status = 422
     code = "invalid_policy"
+
+
+class InvalidName(ServiceError):
+    status = 422
+    code = "invalid_request"
 
 
 class QuotaExceeded(ServiceError):

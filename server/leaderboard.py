@@ -8,9 +8,11 @@ A row is a competitor's: a team's (its members' submissions, whoever made them, 
 rule for merged teams), or a participant's who competes alone. Below, "participant" means either.
 
 The public board ranks each participant's best public score; selection plays no part in it. With the Ladder
-(``Settings.public_ladder_step``) it shows instead each participant's last score the Ladder revealed, and the owner of
-a submission sees its laddered public score too (:class:`PublicView`): the one place that computes it is
-:func:`_revealed`.
+(``Settings.public_ladder_step``) it shows instead each participant's best score the Ladder revealed, and the owner
+of a submission sees its laddered public score too (:class:`PublicView`): the one place that computes it is
+:func:`_revealed`. A submission is a probe of the Ladder of the competitor it was made under (its owner's team then,
+or its owner alone), and shows what that Ladder showed of it whoever joins or leaves later: a member who leaves
+takes their submissions along, not a fresh look at them.
 
 The final board follows Kaggle: a participant's final score is the best *private* score among the submissions they
 selected (at most ``Settings.final_submissions``), or with none selected among their that many best *public* ones.
@@ -32,7 +34,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from sqlalchemy import Engine, event
@@ -121,12 +123,31 @@ def _by_competitor(entries: Iterable[ScoredEntry]) -> dict[Competitor, list[Scor
 
 
 def _best_public(entries: list[ScoredEntry], ladder_step: float | None) -> dict[Competitor, ScoredEntry]:
-    """Per competitor, the best public entry; under the Ladder, the last one it revealed."""
+    """Per competitor, the best public entry; under the Ladder, the best entry as its submissions show it."""
     if ladder_step is None:
         return {who: min(own, key=_order) for who, own in _by_competitor(entries).items()}
     revealed = _revealed(entries, ladder_step)
-    # The entry shown for a competitor's latest submission is the last one revealed.
-    return {who: revealed[max(own, key=_submitted).submission_id] for who, own in _by_competitor(entries).items()}
+    return {who: _best_shown(own, revealed) for who, own in _by_competitor(entries).items()}
+
+
+def _best_shown(own: list[ScoredEntry], revealed: Mapping[int, ScoredEntry]) -> ScoredEntry:
+    """The competitor's row under the Ladder: of its submissions, the one whose shown score is best, with that score.
+
+    A competitor whose submissions were all made under one Ladder shows its last revealed entry itself. One whose
+    submissions were made under several (a member who left a team, a team a member joined with their own) may hold
+    a submission whose shown score is another's, revealed under the team's Ladder: its row is then that submission,
+    with the score it shows its owner, never its raw one.
+    """
+
+    def key(entry: ScoredEntry) -> tuple[Any, ...]:
+        shown = revealed[entry.submission_id]
+        return (*_order(shown), shown.submission_id != entry.submission_id)
+
+    best = min(own, key=key)
+    shown = revealed[best.submission_id]
+    if shown.submission_id == best.submission_id:
+        return best
+    return replace(best, overall=shown.overall, evaluation_id=shown.evaluation_id)
 
 
 def _submitted(entry: ScoredEntry) -> tuple[Any, ...]:
@@ -136,16 +157,18 @@ def _submitted(entry: ScoredEntry) -> tuple[Any, ...]:
 def _revealed(entries: list[ScoredEntry], step: float) -> dict[int, ScoredEntry]:
     """Per submission, the entry whose public score the Ladder (``scoring.ladder``) shows for it.
 
-    In submission order: a submission's own entry when it beat its competitor's best shown score by more than
-    ``step``, else that best shown entry (the previous one revealed). The board and the owner's view both read this.
-    A team shares one Ladder: its members' submissions are probes of one hidden split.
+    One Ladder per competitor a submission was made under (``ScoredEntry.origin``: a team shares one, its members'
+    submissions being probes of one hidden split; a participant alone has their own, which they return to when they
+    leave). In submission order: a submission's own entry when it beat its Ladder's best shown score by more than
+    ``step``, else that best shown entry (the previous one revealed). The board and the owner's view both read this,
+    and since a submission's origin never changes, neither does what it shows when memberships do.
     """
     best_shown: dict[Competitor, ScoredEntry] = {}
     shown: dict[int, ScoredEntry] = {}
     for entry in sorted(entries, key=_submitted):
-        held = best_shown.get(entry.competitor)
+        held = best_shown.get(entry.origin)
         if held is None or ladder(held.overall, entry.overall, step).show:
-            best_shown[entry.competitor] = held = entry
+            best_shown[entry.origin] = held = entry
         shown[entry.submission_id] = held
     return shown
 

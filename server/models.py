@@ -38,6 +38,13 @@ TERMINAL_STATES = ("succeeded", "failed", "cancelled")
 SANDBOXES = ("docker", "process")
 # Who sees a phase and its boards: everyone, or the organisers only (a phase being prepared, a hidden check round).
 PHASE_VISIBILITIES = ("public", "organisers")
+# The longest name of a user, a team, a submission or an evaluation set: the request schemas allow exactly this
+# (schemas.py), and every column a name is copied into holds it.
+NAME_LENGTH = 100
+# An audit entry's target is a kind and a row's id or name ("team:<name>", "evalset:<name>", "leaderboard:<phase>"):
+# room for the longest kind ("leaderboard:", 12 characters) and the longest name, with some to spare.
+# storage.audit refuses a longer one before PostgreSQL would (SQLite ignores lengths).
+AUDIT_TARGET_LENGTH = NAME_LENGTH + 50
 
 
 def utcnow() -> dt.datetime:
@@ -86,7 +93,7 @@ class User(Base):
     __table_args__ = (CheckConstraint(_one_of("role", ROLES), name="role"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(100), unique=True)
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), unique=True)
     email: Mapped[str] = mapped_column(String(254), unique=True)
     role: Mapped[str] = mapped_column(String(16), default="participant")
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
@@ -124,7 +131,7 @@ class Submission(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
-    name: Mapped[str] = mapped_column(String(100))
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH))
     description: Mapped[str] = mapped_column(Text, default="")
     bundle_sha256: Mapped[str] = mapped_column(String(64), index=True)
     bundle_format: Mapped[str] = mapped_column(String(8))
@@ -140,6 +147,9 @@ class Submission(Base):
     # The phase it was made for: its initial evaluation runs on the phase's set, its reruns and audits stay there,
     # and it ranks on that phase's boards only.
     phase_id: Mapped[int] = mapped_column(ForeignKey("phases.id"), index=True)
+    # The team its owner was in when it was made (None: alone): the competitor whose Ladder it was a probe of. What
+    # the Ladder showed of it then is what anyone is shown of it for good, whoever joins or leaves later.
+    team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="SET NULL"), index=True)
 
     owner: Mapped[User] = relationship()
     phase: Mapped[Phase] = relationship()
@@ -155,12 +165,24 @@ class Evaluation(Base):
     __table_args__ = (
         CheckConstraint(_one_of("kind", EVALUATION_KINDS), name="kind"),
         CheckConstraint(_one_of("state", EVALUATION_STATES), name="state"),
+        # What a metrics scrape reads (server/metrics.py), each from its index alone: the counts by kind and state,
+        # each submission's newest evaluation that is not an audit, and the finished evaluations' wall times.
+        Index("ix_evaluations_kind_state", "kind", "state"),
+        Index(
+            "ix_evaluations_newest",
+            "submission_id",
+            "id",
+            "state",
+            sqlite_where=text("kind <> 'audit'"),
+            postgresql_where=text("kind <> 'audit'"),
+        ),
+        Index("ix_evaluations_durations", "state", "started_at", "finished_at"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
     kind: Mapped[str] = mapped_column(String(16), default="initial")
-    evalset_name: Mapped[str] = mapped_column(String(100))
+    evalset_name: Mapped[str] = mapped_column(String(NAME_LENGTH))
     evalset_commitment: Mapped[str] = mapped_column(String(64))
     state: Mapped[str] = mapped_column(String(16), default="queued", index=True)
     progress_done: Mapped[int] = mapped_column(Integer, default=0)
@@ -269,7 +291,7 @@ class EvalSet(Base):
     __tablename__ = "evalsets"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(100), unique=True)
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), unique=True)
     commitment: Mapped[str] = mapped_column(String(64))
     path: Mapped[str] = mapped_column(Text)
     # The id of the track whose problem the set's scenarios are (``layersched.sim.tracks``): the board of this set
@@ -323,14 +345,30 @@ class ChallengeRules(Base):
 
 class Team(Base):
     """Participants who compete as one: one quota, one leaderboard row, one final selection, and each member reads
-    every submission of the others. A participant is in at most one team at a time (Kaggle's rule)."""
+    every submission of the others. A participant is in at most one team at a time (Kaggle's rule).
+
+    A team whose last member leaves is dissolved: it keeps its row, since its history and its
+    submissions' Ladder refer to it, but not its name, which a new team or user may take (the partial unique index
+    holds one live team per name)."""
 
     __tablename__ = "teams"
+    __table_args__ = (
+        Index(
+            "uq_teams_live_name",
+            "name",
+            unique=True,
+            sqlite_where=text("dissolved_at IS NULL"),
+            postgresql_where=text("dissolved_at IS NULL"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(100), unique=True)
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
-    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    # Who made it: its founder, or the organiser who made it empty. A participant founds at most
+    # Settings.team_creations teams (storage.teams.create_team counts these).
+    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
+    dissolved_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
 
     members: Mapped[list[TeamMember]] = relationship(
         primaryjoin="and_(Team.id == TeamMember.team_id, TeamMember.left_at.is_(None))",
@@ -391,7 +429,7 @@ class AuditLogEntry(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
     actor_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
-    actor: Mapped[str] = mapped_column(String(100))
+    actor: Mapped[str] = mapped_column(String(NAME_LENGTH))  # the actor's name
     action: Mapped[str] = mapped_column(String(50))
-    target: Mapped[str] = mapped_column(String(100))
+    target: Mapped[str] = mapped_column(String(AUDIT_TARGET_LENGTH))
     detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

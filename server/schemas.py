@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictBool, model_validator
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
+
+from layersched.server.models import NAME_LENGTH
+from layersched.server.name_rules import DISPLAY_NAME, visible_name
 
 Role = Literal["participant", "organiser"]
 State = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 # PostgreSQL refuses NUL in text values (a 500 if one reaches it): every free-text input takes this pattern.
 NO_NUL = r"^[^\x00]*$"
+# A name others read (name_rules): visible text only, refused naming the first character that is not. Put after the
+# field's constraints in ``Annotated``: it then wraps them, so it runs first and the message names the character.
+VisibleName = BeforeValidator(visible_name)
+# A participant's or a team's name: the boards show it as a competitor's.
+DisplayName = Annotated[str, Field(min_length=1, max_length=NAME_LENGTH, pattern=DISPLAY_NAME), VisibleName]
 
 
 class ErrorDetail(BaseModel):
@@ -62,12 +70,8 @@ class MePublic(UserPublic):
     team: str | None = None  # the user's team now (None: they compete alone)
 
 
-# Names shown on the boards: a participant's and a team's follow one rule.
-DISPLAY_NAME = r"^[A-Za-z0-9_.@+-]+( [A-Za-z0-9_.@+-]+)*$"
-
-
 class UserCreate(BaseModel):
-    name: str = Field(min_length=1, max_length=100, pattern=DISPLAY_NAME)
+    name: DisplayName
     email: str = Field(min_length=3, max_length=254, pattern=r"^[^@\s\x00]+@[^@\s\x00]+$")
     role: Role = "participant"
 
@@ -279,8 +283,8 @@ class PhasesPublic(BaseModel):
 
 class PhaseCreate(BaseModel):
     name: str = Field(pattern=PHASE_NAME, description="a slug: lower-case letters, digits, - and _")
-    title: str = Field(default="", max_length=200, pattern=NO_NUL)
-    evalset: str = Field(min_length=1, max_length=100, pattern=NO_NUL)
+    title: Annotated[str, Field(max_length=200, pattern=NO_NUL), VisibleName] = ""
+    evalset: str = Field(min_length=1, max_length=NAME_LENGTH, pattern=NO_NUL)
     opens_at: AwareDatetime | None = Field(default=None, description="default: now")
     closes_at: AwareDatetime | None = Field(default=None, description="default: open-ended")
     daily_quota: int | None = Field(default=None, ge=0, description="default: the server's daily quota")
@@ -293,7 +297,7 @@ class PhaseEdit(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    title: str | None = Field(default=None, min_length=1, max_length=200, pattern=NO_NUL)
+    title: Annotated[str | None, Field(min_length=1, max_length=200, pattern=NO_NUL), VisibleName] = None
     opens_at: AwareDatetime | None = None
     closes_at: AwareDatetime | None = None
     daily_quota: int | None = Field(default=None, ge=0)
@@ -331,7 +335,7 @@ class TeamsPublic(BaseModel):
 
 
 class TeamCreate(BaseModel):
-    name: str = Field(min_length=1, max_length=100, pattern=DISPLAY_NAME)
+    name: DisplayName
 
 
 class TeamJoin(BaseModel):
@@ -339,7 +343,7 @@ class TeamJoin(BaseModel):
 
 
 class TeamAssign(BaseModel):
-    user: str = Field(min_length=1, max_length=100, pattern=NO_NUL, description="the participant's name")
+    user: str = Field(min_length=1, max_length=NAME_LENGTH, pattern=NO_NUL, description="the participant's name")
 
 
 class InviteCreated(BaseModel):
@@ -371,5 +375,8 @@ class EvalSetPublic(TrackDescribed):
 
 
 class Health(BaseModel):
-    database: str
-    broker: str
+    """``/healthz``: healthy or not for everyone; each dependency's answer (``ok`` or its error) for organisers."""
+
+    status: Literal["ok", "unavailable"]
+    database: str | None = None
+    broker: str | None = None

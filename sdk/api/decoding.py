@@ -1,14 +1,16 @@
 """Checking the API's JSON against the response types and building them: an answer that is off (a missing field,
-a wrong type) raises ``ServerError`` naming where, instead of reaching the caller half-built."""
+a wrong type) raises ``ServerError`` naming where, instead of reaching the caller half-built. Every string passes
+through ``terminal_text.shown`` (the CLI's terminal text; unchanged for scripts)."""
 
 from __future__ import annotations
 
 import dataclasses
 import types
-from typing import Any, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
 from layersched.sdk.api.responses import Page
 from layersched.sdk.errors import ServerError
+from layersched.sdk.terminal_text import MULTILINE, shown
 
 T = TypeVar("T")
 
@@ -46,7 +48,14 @@ def decode_any(tp: Any, value: Any, where: str) -> Any:
 
     origin = get_origin(tp)
     if tp is Any or tp is object:
-        return value
+        return _json_text(value)
+    if origin is Annotated:
+        base, *marks = get_args(tp)
+        if base is str and MULTILINE in marks:
+            if not isinstance(value, str):
+                raise bad("a string")
+            return shown(value, multiline=True)
+        return decode_any(base, value, where)
     if origin is Union or origin is types.UnionType:
         options = get_args(tp)
         if value is None and type(None) in options:
@@ -58,7 +67,7 @@ def decode_any(tp: Any, value: Any, where: str) -> Any:
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         if not isinstance(value, dict):
             raise bad(f"a JSON object for {tp.__name__}")
-        hints = get_type_hints(tp)
+        hints = get_type_hints(tp, include_extras=True)
         kwargs: dict[str, Any] = {}
         for f in dataclasses.fields(tp):
             if f.name in value:
@@ -75,7 +84,7 @@ def decode_any(tp: Any, value: Any, where: str) -> Any:
         if not isinstance(value, dict):
             raise bad("a JSON object")
         _, item = get_args(tp)
-        return {str(k): decode_any(item, v, f"{where}.{k}") for k, v in value.items()}
+        return {shown(str(k)): decode_any(item, v, f"{where}.{k}") for k, v in value.items()}
     if origin is Literal:
         if value not in get_args(tp):
             raise bad(" or ".join(repr(a) for a in get_args(tp)))
@@ -95,5 +104,16 @@ def decode_any(tp: Any, value: Any, where: str) -> Any:
     if tp is str:
         if not isinstance(value, str):
             raise bad("a string")
-        return value
+        return shown(value)
     raise TypeError(f"_decode does not support {tp!r}")
+
+
+def _json_text(value: Any) -> Any:
+    """A JSON value of no declared type (an audit entry's detail), its strings and keys passed through ``shown``."""
+    if isinstance(value, str):
+        return shown(value)
+    if isinstance(value, list):
+        return [_json_text(v) for v in value]
+    if isinstance(value, dict):
+        return {shown(str(k)): _json_text(v) for k, v in value.items()}
+    return value

@@ -1,7 +1,8 @@
 """What the layersched API answers (docs/API.md), as the frozen dataclasses the client decodes it into.
 
 A field that a server older than a feature does not send has a default that says so (``phase: None``: a server older
-than phases); every other documented field is required, so an answer without it is the server's error.
+than phases); every other documented field is required, so an answer without it is the server's error. A text
+that may span lines is ``Multiline`` (``terminal_text``: it keeps its line breaks when the CLI escapes it).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from layersched.sdk.errors import error_for
+from layersched.sdk.terminal_text import Multiline
 from layersched.sim.tracks import DEFAULT_TRACK_ID, get_track
 
 TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled"})
@@ -93,7 +95,7 @@ class Progress:
 @dataclass(frozen=True)
 class ErrorInfo:
     category: str
-    message: str
+    message: Multiline  # a public episode's error may quote a traceback
 
 
 @dataclass(frozen=True)
@@ -154,8 +156,8 @@ class Submission:
     bundle_sha256: str
     state: str
     progress: Progress
-    description: str = ""
-    disqualified: str | None = None
+    description: Multiline = ""
+    disqualified: Multiline | None = None
     error: ErrorInfo | None = None
     score: Score | None = None
     rank: int | None = None
@@ -177,9 +179,9 @@ class EpisodeLog:
     scenario: str
     episode: str
     status: str
-    message: str | None = None
-    stdout: str | None = None  # public sample-set episodes only
-    stderr: str | None = None
+    message: Multiline | None = None
+    stdout: Multiline | None = None  # public sample-set episodes only
+    stderr: Multiline | None = None
 
 
 @dataclass(frozen=True)

@@ -4,16 +4,16 @@
 from __future__ import annotations
 
 from layersched.sdk.api.decoding import decode, decode_page
-from layersched.sdk.api.responses import Invite, Team
+from layersched.sdk.api.responses import Invite, Page, Team
 from layersched.sdk.api.transport import Transport
 
 
 class TeamsApi(Transport):
     """A participant's team: list, show, create, invite, join, leave."""
 
-    def teams(self) -> list[Team]:
-        """Every team and its members (``GET /teams``)."""
-        return decode_page(self._request("GET", "/teams"), Team, "teams").data
+    def teams(self, *, offset: int = 0, limit: int = 50) -> Page[Team]:
+        """A page of the teams and their members, oldest first, and how many there are (``GET /teams``)."""
+        return decode_page(self._request("GET", "/teams", params={"offset": offset, "limit": limit}), Team, "teams")
 
     def my_team(self) -> Team:
         """The caller's team (``GET /teams/mine``); ``NotFound`` when they are in none."""

@@ -14,6 +14,7 @@ import httpx
 from layersched.sdk.api.responses import EvaluationDetail, Submission
 from layersched.sdk.config import API_PATH, normalise_server
 from layersched.sdk.errors import ApiError, ServerError, ServerUnreachable, WaitTimeout, error_for
+from layersched.sdk.terminal_text import shown
 
 API_PREFIX = API_PATH
 
@@ -82,7 +83,7 @@ def _api_error(response: httpx.Response, method: str, url: str) -> ApiError:
     try:
         body = response.json()
         error = body["error"]
-        code, message = str(error["code"]), str(error["message"])
+        code, message = shown(str(error["code"])), shown(str(error["message"]))
     except (ValueError, KeyError, TypeError):
         code = f"http_{status}"
         message = f"{method} {url} failed with HTTP {status} {response.reason_phrase}: {_snippet(response.text)!r}"

@@ -7,7 +7,7 @@ from fastapi import Path as PathParam
 
 from layersched.server import leaderboard, presenters, queue, storage
 from layersched.server.deps import EnqueuerDep, Organiser, PageDep, RowId, SessionDep, SettingsDep
-from layersched.server.models import LeaderboardState, Phase, utcnow
+from layersched.server.models import NAME_LENGTH, LeaderboardState, Phase, utcnow
 from layersched.server.routes.teams import team_limits
 from layersched.server.schemas import (
     NO_NUL,
@@ -172,8 +172,8 @@ def close_phase(
     return presenters.phase_public(phase, default_quota=settings.daily_quota, now=utcnow())
 
 
-TeamName = Annotated[str, PathParam(min_length=1, max_length=100, pattern=NO_NUL)]
-UserName = Annotated[str, PathParam(min_length=1, max_length=100, pattern=NO_NUL)]
+TeamName = Annotated[str, PathParam(min_length=1, max_length=NAME_LENGTH, pattern=NO_NUL)]
+UserName = Annotated[str, PathParam(min_length=1, max_length=NAME_LENGTH, pattern=NO_NUL)]
 
 
 @router.post("/teams", status_code=201, response_model=TeamPublic)

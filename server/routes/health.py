@@ -1,35 +1,72 @@
+"""Operations: ``/healthz`` for load balancers and orchestrators, ``/metrics`` for Prometheus.
+
+Neither is for participants (issue 30): ``/healthz`` tells anyone only whether the service is healthy, the database's
+and the broker's answers (their error text names hosts, databases and drivers) go to organisers and the log;
+``/metrics`` needs an organiser's token, since its counts show when organisers queue reruns and audits.
+"""
+
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+import logging
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials
 from kombu.exceptions import OperationalError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from layersched.server.deps import SessionDep, SettingsDep
+from layersched.server.deps import Organiser, SessionDep, SettingsDep, bearer, get_optional_user
 from layersched.server.queue import ping_broker
-from layersched.server.schemas import Health
+from layersched.server.schemas import ErrorBody, Health
 
 router = APIRouter(tags=["operations"])
+log = logging.getLogger(__name__)
+_UNKNOWN_TOKEN: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorBody, "description": "a token was sent that is unknown or revoked"}
+}
 
 
-@router.get("/healthz", response_model=Health, responses={503: {"model": Health}})
-def healthz(session: SessionDep, settings: SettingsDep) -> JSONResponse:
-    """200 when the database and the broker answer; 503 naming the one that does not."""
-    status = {"database": "ok", "broker": "ok"}
+@router.get("/healthz", response_model=Health, responses={503: {"model": Health}, **_UNKNOWN_TOKEN})
+def healthz(
+    session: SessionDep,
+    settings: SettingsDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> JSONResponse:
+    """200 ``{"status": "ok"}`` when the database and the broker answer, else 503 ``{"status": "unavailable"}``.
+    An organiser's token adds each one's answer (``database``, ``broker``: ``ok`` or the error); the log has them
+    always. While the database is down no token can be checked: everyone then gets the plain answer."""
+    answers = {"database": "ok", "broker": "ok"}
     try:
         session.execute(text("SELECT 1"))
     except SQLAlchemyError as exc:
-        status["database"] = f"error: {type(exc).__name__}: {exc}".splitlines()[0]
+        answers["database"] = f"error: {type(exc).__name__}: {exc}".splitlines()[0]
     try:
         ping_broker(settings.broker_url, timeout=2.0)
     except (OperationalError, OSError) as exc:
-        status["broker"] = f"error: {exc}".splitlines()[0]
-    healthy = all(v == "ok" for v in status.values())
-    return JSONResponse(status, status_code=200 if healthy else 503)
+        answers["broker"] = f"error: {exc}".splitlines()[0]
+    healthy = all(answer == "ok" for answer in answers.values())
+    if not healthy:
+        log.warning("unhealthy: database %s; broker %s", answers["database"], answers["broker"])
+    body: dict[str, str] = {"status": "ok" if healthy else "unavailable"}
+    if credentials is not None and answers["database"] == "ok":
+        user = get_optional_user(session, credentials)  # a token that is sent must be valid (401 otherwise)
+        if user is not None and user.role == "organiser":
+            body |= answers
+    return JSONResponse(body, status_code=200 if healthy else 503)
 
 
-@router.get("/metrics", response_class=Response)
-def metrics(request: Request) -> Response:
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={
+        200: {"content": {CONTENT_TYPE_LATEST.split(";")[0]: {}}, "description": "Prometheus text"},
+        401: {"model": ErrorBody, "description": "no token, or an unknown or revoked one"},
+        403: {"model": ErrorBody, "description": "the token is not an organiser's"},
+    },
+)
+def metrics(request: Request, _organiser: Organiser) -> Response:
+    """The service's Prometheus metrics, for an organiser's token (``Authorization: Bearer``; README: Production)."""
     return Response(generate_latest(request.app.state.metrics), media_type=CONTENT_TYPE_LATEST)

@@ -7,7 +7,8 @@ from fastapi import APIRouter, File, Form, Query, UploadFile
 from layersched.server import bundles, leaderboard, presenters, queue, storage, visibility
 from layersched.server.deps import CurrentUser, EnqueuerDep, PageDep, RowId, SessionDep, SettingsDep
 from layersched.server.errors import BundleTooLarge, StorageUnavailable
-from layersched.server.schemas import NO_NUL, SubmissionLogs, SubmissionPublic, SubmissionsPublic
+from layersched.server.models import NAME_LENGTH
+from layersched.server.schemas import NO_NUL, SubmissionLogs, SubmissionPublic, SubmissionsPublic, VisibleName
 from layersched.server.tracks import server_track
 from layersched.server.upload_checks import check_upload_allowed
 
@@ -28,7 +29,7 @@ def create_submission(
     settings: SettingsDep,
     enqueuer: EnqueuerDep,
     file: Annotated[UploadFile, File(description="a .py, .zip, .tar.gz or .tgz bundle")],
-    name: Annotated[str, Form(min_length=1, max_length=100, pattern=NO_NUL)],
+    name: Annotated[str, Form(min_length=1, max_length=NAME_LENGTH, pattern=NO_NUL), VisibleName],
     description: Annotated[str, Form(max_length=2000, pattern=NO_NUL)] = "",
     phase: Annotated[
         str | None, Form(max_length=50, pattern=NO_NUL, description="default: the only open phase")

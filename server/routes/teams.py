@@ -7,7 +7,7 @@ from fastapi import APIRouter
 
 from layersched.server import presenters, storage
 from layersched.server.config import Settings
-from layersched.server.deps import CurrentUser, SessionDep, SettingsDep
+from layersched.server.deps import CurrentUser, PageDep, SessionDep, SettingsDep
 from layersched.server.errors import NotFound
 from layersched.server.models import utcnow
 from layersched.server.schemas import InviteCreated, TeamCreate, TeamJoin, TeamPublic, TeamsPublic
@@ -25,10 +25,11 @@ def team_limits(settings: Settings) -> storage.Limits:
 
 
 @router.get("", response_model=TeamsPublic)
-def list_teams(session: SessionDep, settings: SettingsDep, _user: CurrentUser) -> TeamsPublic:
-    """Every team and its members (signed-in users only; the boards show teams' names and members too)."""
-    rows = [presenters.team_public(t, max_size=settings.team_max_size) for t in storage.list_teams(session=session)]
-    return TeamsPublic(data=rows, count=len(rows))
+def list_teams(session: SessionDep, settings: SettingsDep, _user: CurrentUser, page: PageDep) -> TeamsPublic:
+    """A page of the teams and their members, oldest first; ``count`` is how many there are (signed-in users only;
+    the boards show teams' names and members too). Dissolved teams are not listed."""
+    teams, count = storage.list_teams(session=session, offset=page.offset, limit=page.limit)
+    return TeamsPublic(data=[presenters.team_public(t, max_size=settings.team_max_size) for t in teams], count=count)
 
 
 @router.get("/mine", response_model=TeamPublic)
@@ -43,7 +44,13 @@ def read_my_team(session: SessionDep, settings: SettingsDep, user: CurrentUser) 
 def create_team(session: SessionDep, settings: SettingsDep, user: CurrentUser, body: TeamCreate) -> TeamPublic:
     """A new team with the caller as its first member."""
     team = storage.create_team(
-        session=session, name=body.name, founder=user, actor=user, deadline=settings.team_merge_deadline, now=utcnow()
+        session=session,
+        name=body.name,
+        founder=user,
+        actor=user,
+        deadline=settings.team_merge_deadline,
+        now=utcnow(),
+        max_creations=settings.team_creations,
     )
     return presenters.team_public(team, max_size=settings.team_max_size)
 

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from layersched.server.errors import Conflict, NotFound
 from layersched.server.models import ApiToken, User, utcnow
 from layersched.server.storage.audit import add_log_entry
-from layersched.server.storage.names import name_conflict
+from layersched.server.storage.names import check_display_name, name_conflict
 
 TOKEN_PREFIX = "lst"
 
@@ -25,6 +25,7 @@ def create_user(
     """A new user; ``actor`` is the organiser doing it (None: the admin CLI), recorded in the audit log."""
     if role not in ("participant", "organiser"):
         raise ValueError(f"role must be 'participant' or 'organiser', got {role!r}")
+    check_display_name(name)
     taken = session.scalar(select(User).where((User.name == name) | (User.email == email)))
     if taken is not None:
         field = "name" if taken.name == name else "email"

@@ -119,7 +119,8 @@ def _with_teams(query: Select[Any]) -> Select[Any]:
 @dataclass(frozen=True)
 class ScoredEntry:
     """A leaderboard candidate: a submission with the overall score of its newest succeeded non-audit evaluation,
-    and who it competes for (its owner's team now, else its owner)."""
+    who it competes for (its owner's team now, else its owner) and who it was made under (``origin``: its owner's
+    team then, else its owner), whose Ladder it was a probe of."""
 
     submission_id: int
     competitor_kind: str
@@ -131,10 +132,16 @@ class ScoredEntry:
     selected_at: dt.datetime | None
     evaluation_id: int
     overall: float
+    origin_team_id: int | None
+    owner_id: int
 
     @property
     def competitor(self) -> Competitor:
         return (self.competitor_kind, self.competitor_id)
+
+    @property
+    def origin(self) -> Competitor:
+        return ("team", self.origin_team_id) if self.origin_team_id is not None else ("user", self.owner_id)
 
 
 def leaderboard_entries(*, session: Session, split: str, phase: Phase) -> list[ScoredEntry]:
@@ -164,6 +171,8 @@ def leaderboard_entries(*, session: Session, split: str, phase: Phase) -> list[S
             Submission.selected_at,
             Evaluation.id,
             overall,
+            Submission.team_id,
+            Submission.owner_id,
         )
         .join(User, Submission.owner_id == User.id)
         .join(latest, latest.c.submission_id == Submission.id)

@@ -10,7 +10,9 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from layersched.server.errors import InvalidName
 from layersched.server.models import BaselineResult, Team, User
+from layersched.server.name_rules import display_name_problem
 from layersched.sim.tracks import get_track, track_ids
 
 
@@ -21,15 +23,23 @@ def _baseline_names(session: Session) -> set[str]:
     return {name.lower() for name in names}
 
 
+def check_display_name(name: str) -> None:
+    """Raise InvalidName when ``name`` breaks the rule of participants' and teams' names (``name_rules``)."""
+    problem = display_name_problem(name)
+    if problem is not None:
+        raise InvalidName(problem)
+
+
 def name_conflict(*, session: Session, name: str, owner: User | None = None) -> str | None:
     """Why ``name`` cannot be a new participant's or team's name, or None. ``owner``: the user founding a team, who
     may give it their own name (their row then is the team's)."""
-    folded = name.lower()  # the names are ASCII (schemas.DISPLAY_NAME): SQL lower() folds them alike
+    folded = name.lower()  # the names are ASCII (name_rules.DISPLAY_NAME): SQL lower() folds them alike
     if folded in _baseline_names(session):
         return f"{name!r} is the name of a baseline: the leaderboard could not tell the two apart"
     user = session.scalar(select(User).where(func.lower(User.name) == folded))
     if user is not None and (owner is None or user.id != owner.id):
         return f"{name!r} is the name of a participant: the leaderboard could not tell the two apart"
-    if session.scalar(select(Team.id).where(func.lower(Team.name) == folded)) is not None:
+    live_team = select(Team.id).where(func.lower(Team.name) == folded, Team.dissolved_at.is_(None))
+    if session.scalar(live_team) is not None:  # a dissolved team's name is free (storage.teams)
         return f"a team named {name!r} already exists"
     return None

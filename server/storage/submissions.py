@@ -75,10 +75,14 @@ def create_submission(
     phase: Phase,
     now: dt.datetime | None = None,
 ) -> tuple[Submission, Evaluation]:
-    """A submission to ``phase`` and its initial evaluation (queued, on the phase's set), in one transaction."""
+    """A submission to ``phase`` and its initial evaluation (queued, on the phase's set), in one transaction. The
+    caller holds the owner's lock (``lock_submitter``), so the team read here is the one the upload was checked
+    against."""
     now = now or utcnow()
+    team = team_of(session=session, user_id=owner.id)
     submission = Submission(
         owner_id=owner.id,
+        team_id=team.id if team is not None else None,
         name=name,
         description=description,
         bundle_sha256=bundle_sha256,

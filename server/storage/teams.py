@@ -10,7 +10,11 @@ The rules, Kaggle's where a choice was needed:
 - a participant who joins brings their submissions: the team's quota counts them (``members``), and a join that
   would put the team over a phase's daily quota today is refused;
 - after the merger deadline (Settings.team_merge_deadline) participants can no longer create, join or leave teams;
-  organisers still can assign and remove members (each change is in the audit log).
+  organisers still can assign and remove members (each change is in the audit log);
+- a participant founds at most ``max_creations`` teams (Settings.team_creations), dissolved ones included: each is
+  a name taken and a Ladder begun (issue 30: one participant made and left 1,503 teams in 26 s);
+- a team whose last member leaves is dissolved, and its name is free again (its row stays: who was in it, and which
+  Ladder its submissions were made under, refer to it); a team an organiser empties stays, to be filled again.
 
 Each function is one transaction: a refusal changes nothing.
 """
@@ -30,7 +34,7 @@ from layersched.server.errors import Conflict, Forbidden, NotFound
 from layersched.server.models import Phase, Submission, Team, TeamInvite, TeamMember, User
 from layersched.server.storage.audit import add_log_entry
 from layersched.server.storage.members import lock_competitor, lock_row, team_of
-from layersched.server.storage.names import name_conflict
+from layersched.server.storage.names import check_display_name, name_conflict
 from layersched.server.storage.phases import is_open
 from layersched.server.storage.quota import count_owned_in_flight, count_owned_today, phase_quota
 
@@ -58,22 +62,26 @@ def _check_participant(user: User) -> None:
         raise Forbidden(f"{user.name} is an organiser: organisers do not compete, so they are in no team")
 
 
+_WITH_MEMBERS = selectinload(Team.members).selectinload(TeamMember.user)
+
+
 def get_team(*, session: Session, name: str) -> Team:
-    team = session.scalar(
-        select(Team).where(Team.name == name).options(selectinload(Team.members).selectinload(TeamMember.user))
-    )
+    """The live team of this name (a dissolved team's name may be another's now)."""
+    team = session.scalar(select(Team).where(Team.name == name, Team.dissolved_at.is_(None)).options(_WITH_MEMBERS))
     if team is None:
         raise NotFound(f"team {name!r} does not exist")
     return team
 
 
-def list_teams(*, session: Session) -> list[Team]:
-    """Every team, in the order they were made, with its members (a team whose members all left has none)."""
-    return list(
-        session.scalars(
-            select(Team).options(selectinload(Team.members).selectinload(TeamMember.user)).order_by(Team.id)
-        )
+def list_teams(*, session: Session, offset: int = 0, limit: int = 50) -> tuple[list[Team], int]:
+    """A page of the live teams, in the order they were made, with their members (an organiser's team not filled
+    yet has none), and how many there are."""
+    live = Team.dissolved_at.is_(None)
+    total = session.scalar(select(func.count(Team.id)).where(live)) or 0
+    rows = session.scalars(
+        select(Team).where(live).options(_WITH_MEMBERS).order_by(Team.id).offset(offset).limit(limit)
     )
+    return list(rows), total
 
 
 def _member_count(session: Session, team_id: int) -> int:
@@ -81,27 +89,49 @@ def _member_count(session: Session, team_id: int) -> int:
     return session.scalar(count) or 0
 
 
-def _refresh(session: Session, team: Team) -> Team:
-    """The team as committed, its members loaded afresh."""
+def _refresh(session: Session, team_id: int) -> Team:
+    """The team as committed (dissolved or not), its members loaded afresh."""
     session.expire_all()
-    return get_team(session=session, name=team.name)
+    team = session.scalar(select(Team).where(Team.id == team_id).options(_WITH_MEMBERS))
+    assert team is not None  # teams are never deleted
+    return team
+
+
+def _check_creations(session: Session, founder: User, max_creations: int) -> None:
+    founded = session.scalar(select(func.count(Team.id)).where(Team.created_by_id == founder.id)) or 0
+    if founded >= max_creations:
+        raise Conflict(
+            f"{founder.name} has founded {founded} teams, the most a participant may (dissolved ones count too); "
+            "join a team with an invite code instead"
+        )
 
 
 def create_team(
-    *, session: Session, name: str, founder: User | None, actor: User, deadline: dt.datetime | None, now: dt.datetime
+    *,
+    session: Session,
+    name: str,
+    founder: User | None,
+    actor: User,
+    deadline: dt.datetime | None,
+    now: dt.datetime,
+    max_creations: int | None = None,
 ) -> Team:
-    """A new team named ``name``; ``founder`` (a participant outside any team) is its first member. Organisers
-    make teams without a founder and assign members (``actor``: who asks; organisers ignore the deadline)."""
+    """A new team named ``name``; ``founder`` (a participant outside any team, who has founded fewer than
+    ``max_creations`` teams) is its first member. Organisers make teams without a founder and assign members
+    (``actor``: who asks; organisers ignore the deadline)."""
+    check_display_name(name)
     if actor.role != "organiser":
         _check_changes_open(deadline, now)
     if founder is not None:
         _check_participant(founder)
-        lock_competitor(session=session, user=founder)
+        lock_competitor(session=session, user=founder)  # the count of founded teams too is read under it
         current = team_of(session=session, user_id=founder.id)
         if current is not None:
             raise Conflict(
                 f"{founder.name} is already in team {current.name!r}: a participant is in one team; leave it first"
             )
+        if max_creations is not None:
+            _check_creations(session, founder, max_creations)
     conflict = name_conflict(session=session, name=name, owner=founder)
     if conflict is not None:
         raise Conflict(conflict)
@@ -118,7 +148,7 @@ def create_team(
     if actor.role == "organiser":
         add_log_entry(session, actor, "create_team", f"team:{name}", {})
     session.commit()
-    return _refresh(session, team)
+    return _refresh(session, team.id)
 
 
 def create_invite(
@@ -223,8 +253,9 @@ def join_team(
     lock_row(session, Team, invite.team_id)
     # Read again under the lock: another join may have used the code, or taken a seat, since it was read.
     session.refresh(invite)
-    team = get_team(session=session, name=invite.team.name)
-    session.refresh(team)
+    team = _refresh(session, invite.team_id)
+    if team.dissolved_at is not None:
+        raise Conflict(f"team {team.name!r} was dissolved when its last member left; this invite code admits no one")
     if invite.used_at is not None:
         who = invite.used_by.name if invite.used_by is not None else "a user since removed"
         raise Conflict(f"this invite code was used already, by {who} at {_utc(invite.used_at)}; ask for a new one")
@@ -246,24 +277,29 @@ def join_team(
         session.rollback()
         raise Conflict(f"{user.name} joined another team meanwhile: a participant is in one team") from exc
     session.commit()
-    return _refresh(session, team)
+    return _refresh(session, team.id)
 
 
 def _end_membership(session: Session, user: User, now: dt.datetime) -> Team:
+    """End the user's stay in their team (the caller holds their and the team's locks)."""
     membership = session.scalar(select(TeamMember).where(TeamMember.user_id == user.id, TeamMember.left_at.is_(None)))
     if membership is None:
         raise Conflict(f"{user.name} is in no team")
     membership.left_at = now
+    session.flush()
     return membership.team
 
 
 def leave_team(*, session: Session, user: User, deadline: dt.datetime | None, now: dt.datetime) -> Team:
-    """Leave the user's team. Their submissions are theirs and go with them: they count for the user alone again."""
+    """Leave the user's team. Their submissions are theirs and go with them: they count for the user alone again.
+    The last member to leave dissolves the team."""
     _check_changes_open(deadline, now)
     lock_competitor(session=session, user=user)
     team = _end_membership(session, user, now)
+    if _member_count(session, team.id) == 0:  # the last one out: the name is free again
+        team.dissolved_at = now
     session.commit()
-    return _refresh(session, team)
+    return _refresh(session, team.id)
 
 
 def assign_member(
@@ -288,7 +324,7 @@ def assign_member(
         raise Conflict(f"{user.name} joined another team meanwhile: a participant is in one team") from exc
     add_log_entry(session, actor, "assign_team", f"team:{team.name}", {"user": user.name})
     session.commit()
-    return _refresh(session, team)
+    return _refresh(session, team.id)
 
 
 def remove_member(*, session: Session, team_name: str, user: User, actor: User, now: dt.datetime) -> Team:
@@ -301,4 +337,4 @@ def remove_member(*, session: Session, team_name: str, user: User, actor: User, 
     _end_membership(session, user, now)
     add_log_entry(session, actor, "remove_from_team", f"team:{team.name}", {"user": user.name})
     session.commit()
-    return _refresh(session, team)
+    return _refresh(session, team.id)

@@ -95,7 +95,14 @@ def test_demo_serves_a_ranked_leaderboard_and_stops_cleanly(tmp_path: Path) -> N
             "LRS",
             "Greedy",
         }
-        assert httpx.get(f"{url}/healthz", timeout=5).json() == {"database": "ok", "broker": "ok"}
+        organiser = {"Authorization": f"Bearer {tokens[0]}"}
+        assert httpx.get(f"{url}/healthz", timeout=5).json() == {"status": "ok"}
+        detailed = httpx.get(f"{url}/healthz", headers=organiser, timeout=5).json()
+        assert detailed == {"status": "ok", "database": "ok", "broker": "ok"}
+        # Prometheus scrapes with an organiser's token (README: Production); anyone else is refused.
+        assert httpx.get(f"{url}/metrics", timeout=5).status_code == 401
+        scraped = httpx.get(f"{url}/metrics", headers=organiser, timeout=5)
+        assert scraped.status_code == 200 and 'layersched_submissions{state="succeeded"} 1.0' in scraped.text
         # Everything lives in the data directory: storage, broker and bundles.
         assert {p.name for p in (tmp_path / "var").iterdir()} >= {"layersched.db", "broker.db", "bundles"}
         # The first lines say which sandbox runs (this machine has the engine and the image).

@@ -9,6 +9,7 @@ the attacks the code defended from the start.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,11 +17,12 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from layersched.server import storage
+from layersched.server.app import create_app
 from layersched.server.config import Settings
 from layersched.server.models import Submission
 
 from ..server import stand_in_track
-from ..server.conftest import Account, register_stand_in_set, run_evaluation, submit
+from ..server.conftest import Account, TestClient, register_stand_in_set, run_evaluation, submit
 from ..server.test_api_teams import create, invite, join
 
 
@@ -165,3 +167,133 @@ def test_a_join_over_the_daily_quota_is_refused(client: Any, alice: Account, bob
 
 def test_a_team_cannot_be_named_like_a_participant(client: Any, alice: Account, bob: Account) -> None:
     assert create(client, alice, "bob").status_code == 409
+
+
+# ---------------------------------------------------------------------------------------------- issue 30, item 4
+
+
+def leave(client: Any, account: Account) -> Any:
+    return client.post("/api/v1/teams/mine/leave", headers=account.headers)
+
+
+def test_a_participant_founds_a_bounded_number_of_teams(client: Any, alice: Account, settings: Settings) -> None:
+    """The review made and left 1,503 teams in 26.5 s, each keeping its name: founding is bounded, and a team
+    its last member left is dissolved (its name free again), so a participant reserves no more names than that."""
+    most = settings.team_creations
+    for i in range(most):
+        assert create(client, alice, f"t{i}").status_code == 201
+        assert leave(client, alice).status_code == 200
+    refused = create(client, alice, "one more")
+    assert (refused.status_code, refused.json()["error"]["message"]) == (
+        409,
+        f"alice has founded {most} teams, the most a participant may (dissolved ones count too); join a team "
+        "with an invite code instead",
+    )
+    listed = client.get("/api/v1/teams", headers=alice.headers).json()
+    assert listed == {"data": [], "count": 0}
+
+
+def test_a_dissolved_teams_name_is_free_again(
+    client: Any, alice: Account, bob: Account, carol: Account, organiser: Account
+) -> None:
+    assert create(client, alice, "ZOE").status_code == 201
+    code = invite(client, alice)
+    assert leave(client, alice).json()["members"] == []
+    # The review's case: organisers could not create the participant zoe while an empty team ZOE existed.
+    made = client.post(
+        "/api/v1/admin/users", headers=organiser.headers, json={"name": "zoe", "email": "zoe@example.org"}
+    )
+    assert made.status_code == 201, made.text
+    assert create(client, bob, "owls").status_code == 201
+    assert leave(client, bob).status_code == 200
+    assert create(client, carol, "OWLS").status_code == 201  # another team, under the freed name
+    # The dissolved team's invite admits no one, to it or to the team that took its name.
+    refused = join(client, bob, code)
+    assert (refused.status_code, refused.json()["error"]["message"]) == (
+        409,
+        "team 'ZOE' was dissolved when its last member left; this invite code admits no one",
+    )
+
+
+def test_a_team_an_organiser_empties_stays_to_be_filled_again(client: Any, alice: Account, organiser: Account) -> None:
+    assert create(client, alice, "ants").status_code == 201
+    assert client.delete("/api/v1/admin/teams/ants/members/alice", headers=organiser.headers).status_code == 200
+    again = client.post("/api/v1/admin/teams/ants/members", headers=organiser.headers, json={"user": "alice"})
+    assert (again.status_code, again.json()["members"]) == (200, ["alice"])
+
+
+def test_the_teams_are_listed_a_page_at_a_time(client: Any, organiser: Account, alice: Account) -> None:
+    for name in ("a1", "a2", "a3"):
+        assert client.post("/api/v1/admin/teams", headers=organiser.headers, json={"name": name}).status_code == 201
+    first = client.get("/api/v1/teams?limit=2", headers=alice.headers).json()
+    rest = client.get("/api/v1/teams?limit=2&offset=2", headers=alice.headers).json()
+    assert ([t["name"] for t in first["data"]], first["count"]) == (["a1", "a2"], 3)
+    assert ([t["name"] for t in rest["data"]], rest["count"]) == (["a3"], 3)
+    assert client.get("/api/v1/teams?limit=201", headers=alice.headers).status_code == 422
+
+
+# ---------------------------------------------------------------------------------------------- issue 30, item 3
+
+
+@pytest.fixture
+def laddered(settings: Settings, enqueued: Any) -> Iterator[Any]:
+    with TestClient(create_app(settings.model_copy(update={"public_ladder_step": 0.05}), enqueuer=enqueued)) as c:
+        yield c
+
+
+def probe(client: Any, db: Session, account: Account, public: float, name: str) -> int:
+    response = submit(client, account, name=name)
+    assert response.status_code == 201, response.text
+    run_evaluation(db, response.json()["evaluations"][0]["id"], public=public)
+    sid: int = response.json()["id"]
+    return sid
+
+
+def shown(client: Any, account: Account, sid: int) -> tuple[float, bool]:
+    body = client.get(f"/api/v1/submissions/{sid}", headers=account.headers).json()
+    return body["score"]["overall"], body["score_revealed"]
+
+
+def board(client: Any) -> list[tuple[str, str, float]]:
+    rows = client.get("/api/v1/leaderboard").json()["rows"]
+    return [(r["participant"], r["submission_name"], r["score"]) for r in rows if not r["baseline"]]
+
+
+def test_leaving_a_team_reveals_nothing_its_ladder_withheld(
+    laddered: Any, alice: Account, bob: Account, db: Session
+) -> None:
+    """The review's reproduction: the team's Ladder showed 0.90 for bob's probe of 0.87; bob left, and read 0.87."""
+    c = laddered
+    assert create(c, alice, "ants").status_code == 201
+    assert join(c, bob, invite(c, alice)).status_code == 200
+    probe(c, db, alice, 0.90, "base")
+    hidden = probe(c, db, bob, 0.87, "probe")
+    assert shown(c, bob, hidden) == (0.90, False)
+
+    assert leave(c, bob).status_code == 200
+    assert shown(c, bob, hidden) == (0.90, False)  # not 0.87: what the team's Ladder showed, for good
+    assert ("bob", "probe", 0.90) in board(c)  # nor on bob's own row
+    listed = c.get("/api/v1/submissions", headers=bob.headers).json()["data"]
+    assert [(s["name"], s["score"]["overall"]) for s in listed] == [("probe", 0.90)]
+
+    # Back in with a new invite the same day: the team's Ladder goes on where it was, not afresh.
+    assert join(c, bob, invite(c, alice)).status_code == 200
+    assert shown(c, bob, hidden) == (0.90, False)
+    again = probe(c, db, bob, 0.88, "probe again")
+    assert shown(c, bob, again) == (0.90, False)
+    assert board(c) == [("ants", "base", 0.90)]
+
+
+def test_a_joiner_keeps_what_their_own_ladder_showed(laddered: Any, alice: Account, bob: Account, db: Session) -> None:
+    """Submissions made alone keep their own Ladder's verdicts after a join (the team's Ladder never re-judges
+    them), and the team's new probes are judged by the team's Ladder alone."""
+    c = laddered
+    first = probe(c, db, bob, 0.95, "bob first")
+    lucky = probe(c, db, bob, 0.93, "bob lucky")  # hidden by bob's own Ladder
+    assert create(c, alice, "ants").status_code == 201
+    probe(c, db, alice, 0.92, "alice")
+    assert join(c, bob, invite(c, alice)).status_code == 200
+    assert (shown(c, bob, first), shown(c, bob, lucky)) == ((0.95, True), (0.95, False))
+    assert board(c) == [("ants", "alice", 0.92)]
+    assert leave(c, alice).status_code == 200
+    assert board(c) == [("alice", "alice", 0.92), ("ants", "bob first", 0.95)]

@@ -39,6 +39,7 @@ from layersched.worker.sandbox.episode_process import seed_globals
 from layersched.worker.sandbox.limits import SandboxLimits
 from layersched.worker.sandbox.outcomes import EpisodeJob, EpisodeOutcome
 from layersched.worker.sandbox.runner import open_sandbox
+from tests.sim.test_jobs_model import count_draws
 
 JOBS = get_track("jobs-v1")
 FLOWS = get_track("workflows-v1")
@@ -179,6 +180,25 @@ def test_workflows_time_to_step_0_does_not_depend_on_future_workflows(monkeypatc
     t_small, p_small = first(small)
     assert p_big == p_small  # step 0 is the same decision: only the hidden future differs
     assert t_big < 3 * t_small, f"step 0 took {t_big * 1e3:.2f} ms with the big future, {t_small * 1e3:.2f} without"
+
+
+@pytest.mark.parametrize("spec", [EpisodeSpec("s", seed=3), EpisodeSpec("k", key=KEY)], ids=["seeded", "keyed"])
+def test_jobs_time_to_step_0_does_not_depend_on_future_jobs(spec: EpisodeSpec, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fixed (issue 30, item 6): jobs-v1's first_decision drew every job of the episode, future ones too, while the
+    next episode's spare process waited for its assignment (the driver prepares step 0 first): the wait grew with
+    the jobs still to come. Each step's arrival is now drawn when time reaches it (``JobDraw``): with a future 1000x
+    longer (same seed or key, so the same first steps), the trusted side prepares the same step 0 with the same
+    draws. (Counted draws, not seconds: the draws are all of the preparation's work that the future could change.)"""
+    counted = count_draws(monkeypatch)
+
+    def first(simu_len: int) -> tuple[Any, int]:
+        episode = JOBS.simulator(JobsScenario(simu_len=simu_len)).episode(spec.workload_rng())
+        payload = episode.first_decision()
+        return payload, counted[-1].calls
+
+    (short, short_draws), (long, long_draws) = first(50), first(50_000)
+    assert long == short  # step 0 is the same decision: only the hidden future differs
+    assert long_draws == short_draws  # the draws of the steps up to step 0's time, none of the future
 
 
 class _CountingKeyed(KeyedRandom):

@@ -158,7 +158,8 @@ def server_settings() -> dict[str, Any]:
 
 @pytest.fixture
 def live_server(tmp_path: Path, server_settings: dict[str, Any]) -> Iterator[LiveServer]:
-    """The real app (``create_app``) served by uvicorn on 127.0.0.1 with a fresh migrated SQLite database."""
+    """The real app (``create_app``) served by uvicorn on 127.0.0.1 with a fresh migrated SQLite database (or the
+    database ``server_settings`` names)."""
     uvicorn = pytest.importorskip("uvicorn")
     from layersched.server.admin import add_user, register_evalset, upgrade_database
     from layersched.server.app import create_app
@@ -166,10 +167,14 @@ def live_server(tmp_path: Path, server_settings: dict[str, Any]) -> Iterator[Liv
 
     settings = Settings(  # type: ignore[call-arg]
         _env_file=None,
-        database_url=f"sqlite:///{tmp_path / 'db' / 'layersched.db'}",
         broker_url="redis://127.0.0.1:1/0",  # never used: the worker stand-in replaces Celery
         bundle_dir=tmp_path / "bundles",
-        **{"daily_quota": 2, "max_in_flight": 2, **server_settings},
+        **{
+            "database_url": f"sqlite:///{tmp_path / 'db' / 'layersched.db'}",
+            "daily_quota": 2,
+            "max_in_flight": 2,
+            **server_settings,
+        },
     )
     upgrade_database(settings=settings)
     register_evalset(

@@ -145,3 +145,15 @@ def test_a_code_that_is_not_one_is_refused(capsys: pytest.CaptureFixture[str], c
     assert error_line(err) == (
         "error: carol is in no team: create one (layersched team create NAME) or join one with a code"
     )
+
+
+def test_the_team_list_is_paged(capsys: pytest.CaptureFixture[str], challenge: LiveServer) -> None:
+    login(capsys, challenge, "olga")
+    for name in ("owls", "elks", "emus"):
+        assert run(capsys, "admin", "team", "create", name)[0] == 0
+    code, out, err = run(capsys, "admin", "team", "list", "--limit", "2")
+    assert code == 0, err
+    assert [line.split()[0] for line in out.splitlines()] == ["team", "owls", "elks", "(teams"]
+    assert out.splitlines()[-1] == "(teams 1-2 of 3; --offset N for more)"
+    code, out, _ = run(capsys, "team", "list", "--offset", "2", "--json")
+    assert [t["name"] for t in json.loads(out)] == ["emus"]

@@ -289,3 +289,63 @@ def test_0008_adds_empty_teams_and_takes_them_back_keeping_every_submission(empt
         assert {table: _rows(engine, f"SELECT * FROM {table} ORDER BY id") for table in tables} == before
         command.upgrade(config, "head")
         assert _rows(engine, "SELECT COUNT(*) FROM teams") == [(0,)]
+
+
+def test_0009_to_0011_dissolve_emptied_teams_and_keep_each_submissions_team(empty_database: str) -> None:
+    """Issue 30: the audit log's target holds 150 characters; a team its members all left is dissolved (its name
+    free); a submission keeps the team its owner was in when it was made (the Ladder it probed). And back."""
+    long_target = "team:" + "t" * 95
+    with upgraded(empty_database, "0006") as (config, engine):
+        with engine.begin() as conn:
+            for insert in _BEFORE_PHASES:
+                conn.execute(text(f"INSERT INTO {insert}"))
+        command.upgrade(config, "0008")
+        with engine.begin() as conn:
+            for insert in (
+                "users (id, name, email, role, created_at) VALUES (3, 'bob', 'b@x', 'participant', '2026-01-01')",
+                # ants: ada's, left on 03-05 (emptied); owls: bob's (live); elks: an organiser's, never filled.
+                "teams (id, name, created_at, created_by_id) VALUES (1, 'ants', '2026-03-01 00:00:00', 1), "
+                "(2, 'owls', '2026-03-01 00:00:00', 3), (3, 'elks', '2026-03-01 00:00:00', 2)",
+                "team_members (team_id, user_id, joined_at, left_at) VALUES "
+                "(1, 1, '2026-03-01 00:00:00', '2026-03-05 00:00:00'), (2, 3, '2026-03-01 00:00:00', NULL)",
+                "submissions (id, owner_id, name, description, bundle_sha256, bundle_format, bundle_bytes, created_at, "
+                "selected, counts_against_quota, phase_id) VALUES "
+                "(3, 1, 'in ants', '', 'h3', 'py', 1, '2026-03-02 00:00:00', false, true, 1), "
+                "(4, 1, 'alone again', '', 'h4', 'py', 1, '2026-03-06 00:00:00', false, true, 1), "
+                "(5, 3, 'in owls', '', 'h5', 'py', 1, '2026-03-02 00:00:00', false, true, 1)",
+                "audit_log (id, at, actor_id, actor, action, target, detail) "
+                f"VALUES (2, '2026-03-01', 2, 'olga', 'create_team', '{long_target}', '{{}}')",
+            ):
+                conn.execute(text(f"INSERT INTO {insert}"))
+        command.upgrade(config, "head")
+
+        assert _rows(engine, "SELECT id, dissolved_at IS NOT NULL FROM teams ORDER BY id") == [
+            (1, True),
+            (2, False),
+            (3, False),
+        ]
+        assert _rows(engine, "SELECT id, team_id FROM submissions ORDER BY id") == [
+            (1, None),
+            (2, None),
+            (3, 1),
+            (4, None),
+            (5, 2),
+        ]
+        with engine.begin() as conn:  # a dissolved team's name is free; a live one's is not
+            conn.execute(text("INSERT INTO teams (id, name, created_at) VALUES (4, 'ants', '2026-03-07 00:00:00')"))
+            conn.execute(text(f"UPDATE audit_log SET target = '{long_target + 'x' * 45}' WHERE id = 2"))
+        with pytest.raises(IntegrityError), engine.begin() as conn:
+            conn.execute(text("INSERT INTO teams (id, name, created_at) VALUES (5, 'owls', '2026-03-07 00:00:00')"))
+
+        command.downgrade(config, "0008")
+        # The dissolved ants gives its name up to the live one; the target is cut to the old column.
+        assert _rows(engine, "SELECT id, name FROM teams ORDER BY id") == [
+            (1, "ants ~1"),
+            (2, "owls"),
+            (3, "elks"),
+            (4, "ants"),
+        ]
+        assert _rows(engine, "SELECT target FROM audit_log WHERE id = 2") == [(long_target,)]
+        with engine.connect() as conn:
+            assert "team_id" not in {c["name"] for c in inspect(conn).get_columns("submissions")}
+        command.upgrade(config, "head")

@@ -20,47 +20,103 @@ from .conftest import Account, TestClient, run_evaluation, submit
 
 
 @pytest.mark.redis
-def test_healthz_ok(client: Any) -> None:
+def test_healthz_ok(client: Any, organiser: Account) -> None:
     response = client.get("/healthz")
-    assert response.status_code == 200
-    assert response.json() == {"database": "ok", "broker": "ok"}
+    assert (response.status_code, response.json()) == (200, {"status": "ok"})
+    detailed = client.get("/healthz", headers=organiser.headers)
+    assert (detailed.status_code, detailed.json()) == (200, {"status": "ok", "database": "ok", "broker": "ok"})
 
 
-def test_healthz_names_the_broker(settings: Settings, enqueued: Any) -> None:
+def test_healthz_names_the_broker_to_organisers_only(
+    settings: Settings, enqueued: Any, organiser: Account, alice: Account
+) -> None:
     down = settings.model_copy(update={"broker_url": "redis://127.0.0.1:1/0"})
     with TestClient(create_app(down, enqueuer=enqueued)) as client:
-        response = client.get("/healthz")
-    assert response.status_code == 503
-    body = response.json()
+        anonymous = client.get("/healthz")
+        participant = client.get("/healthz", headers=alice.headers)
+        detailed = client.get("/healthz", headers=organiser.headers)
+        forged = client.get("/healthz", headers={"Authorization": "Bearer lst_forged_token"})
+    assert (anonymous.status_code, anonymous.json()) == (503, {"status": "unavailable"})
+    assert (participant.status_code, participant.json()) == (503, {"status": "unavailable"})
+    body = detailed.json()
+    assert detailed.status_code == 503 and body["status"] == "unavailable"
     assert body["database"] == "ok" and body["broker"].startswith("error: ")
+    assert forged.status_code == 401
 
 
-def test_healthz_names_the_database(tmp_path: Path, enqueued: Any) -> None:
+def test_healthz_tells_anyone_nothing_of_the_databases_error(
+    tmp_path: Path, enqueued: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Reviewed main answered anyone with the driver's error text (host, port, database name); now the log has it."""
     missing = Settings(  # type: ignore[call-arg]
         _env_file=None,
         database_url="postgresql+psycopg://postgres@127.0.0.1:5432/layersched_no_such_database",
         broker_url="redis://127.0.0.1:1/0",
     )
     with TestClient(create_app(missing, enqueuer=enqueued)) as client:
-        response = client.get("/healthz")
-    assert response.status_code == 503
-    body = response.json()
-    assert body["database"].startswith("error: OperationalError") and body["broker"].startswith("error: ")
+        anonymous = client.get("/healthz")
+        with_token = client.get("/healthz", headers={"Authorization": "Bearer lst_any_token"})
+    for response in (anonymous, with_token):  # no token can be checked without the database
+        assert (response.status_code, response.json()) == (503, {"status": "unavailable"})
+        assert "layersched_no_such_database" not in response.text
+    assert "database error: OperationalError" in caplog.text and "layersched_no_such_database" in caplog.text
 
 
 @pytest.mark.redis
-def test_metrics(client: Any, alice: Account, db: Session) -> None:
+def test_metrics_are_for_organisers(client: Any, alice: Account, organiser: Account, db: Session) -> None:
     body = submit(client, alice).json()
     run_evaluation(db, body["evaluations"][0]["id"])
     submit(client, alice)
-    response = client.get("/metrics")
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", headers=alice.headers).status_code == 403
+    response = client.get("/metrics", headers=organiser.headers)
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
     text = response.text
     assert 'layersched_submissions{state="succeeded"} 1.0' in text
     assert 'layersched_submissions{state="queued"} 1.0' in text
+    assert 'layersched_evaluations{kind="initial",state="queued"} 1.0' in text
     assert "layersched_evaluation_duration_seconds_count 1.0" in text
     assert 'layersched_queue_depth{queue="evaluations"}' in text
     assert "layersched_broker_up 1.0" in text
+
+
+def test_the_scrapes_aggregates_count_what_the_rows_say(
+    client: Any, settings: Settings, alice: Account, organiser: Account, db: Session
+) -> None:
+    """The scrape's aggregate queries (server/metrics.py) against the rows counted one by one, as reviewed main's
+    scrape did, over initial evaluations, reruns and audits in every state, on both databases."""
+    from collections import Counter
+
+    from sqlalchemy import select
+
+    from layersched.server import metrics, storage
+    from layersched.server.models import Evaluation
+
+    quick = settings.model_copy(update={"daily_quota": 10, "max_in_flight": 10})
+    with TestClient(create_app(quick, enqueuer=lambda *a, **k: None)) as c:
+        ids = [submit(c, alice, name=f"s{i}").json()["evaluations"][0]["id"] for i in range(4)]
+    run_evaluation(db, ids[0])
+    run_evaluation(db, ids[1], fail=("crash", "boom"))
+    run_evaluation(db, ids[2])
+    storage.cancel_submission(session=db, submission_id=4, actor=organiser.user)
+    rerun = storage.create_rerun(session=db, submission_id=1, evalset_name=None, actor=organiser.user)
+    audit = storage.create_audit(session=db, submission_id=3, sample=None, actor=organiser.user)
+    run_evaluation(db, audit.id, fail=("crash", "x"))
+    assert rerun.state == "queued"
+
+    db.expire_all()
+    rows = db.execute(select(Evaluation).order_by(Evaluation.id)).scalars().all()
+    newest = {e.submission_id: e.state for e in rows if e.kind != "audit"}
+    durations = [
+        (e.finished_at - e.started_at).total_seconds()
+        for e in rows
+        if e.state in ("succeeded", "failed") and e.started_at is not None and e.finished_at is not None
+    ]
+    assert metrics.evaluation_counts(db) == Counter((e.kind, e.state) for e in rows)
+    assert metrics.submission_states(db) == Counter(newest.values())
+    buckets, count, total = metrics.duration_histogram(db)
+    assert buckets == [sum(1 for d in durations if d <= b) for b in metrics.DURATION_BUCKETS]
+    assert count == len(durations) == 4 and total == pytest.approx(sum(durations), abs=0.01)
 
 
 def test_docs_and_openapi(client: Any) -> None:

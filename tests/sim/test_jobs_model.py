@@ -14,12 +14,13 @@ import pytest
 from layersched.sim.episodes import EpisodeSpec, SeededRandom
 from layersched.sim.errors import PolicyError
 from layersched.sim.tracks import get_track
+from layersched.sim.tracks.jobs_v1 import sandbox as jobs_sandbox
 from layersched.sim.tracks.jobs_v1.env import JobsEnv
 from layersched.sim.tracks.jobs_v1.metrics import episode_metrics
 from layersched.sim.tracks.jobs_v1.sandbox import check_reply
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario, expected_load
 from layersched.sim.tracks.jobs_v1.view import JobsView, image_width
-from layersched.sim.tracks.jobs_v1.workload import Job, draw_jobs, workload_state
+from layersched.sim.tracks.jobs_v1.workload import Job, LegacyDraws, draw_jobs, workload_state
 
 TRACK = get_track("jobs-v1")
 DEFAULT = JobsScenario()
@@ -108,6 +109,63 @@ def test_3_a_keyed_episode_draws_from_its_key_and_each_seed_is_its_own() -> None
 def test_a_seed_beyond_numpys_range_is_played_from_its_words() -> None:
     big = (7 << 32) | 5
     assert draw_jobs(DEFAULT, workload_state(seeded(big))) == draw_jobs(DEFAULT, np.random.RandomState([5, 7]))
+
+
+class CountedDraws:
+    """A workload's legacy generator that counts the draws asked of it (``rand`` and ``randint`` calls)."""
+
+    def __init__(self, state: LegacyDraws) -> None:
+        self.state = state
+        self.calls = 0
+
+    def rand(self) -> float:
+        self.calls += 1
+        return self.state.rand()
+
+    def randint(self, low: int, high: int) -> int:
+        self.calls += 1
+        return self.state.randint(low, high)
+
+
+def count_draws(monkeypatch: pytest.MonkeyPatch) -> list[CountedDraws]:
+    """Make every episode of the track's simulator draw through a ``CountedDraws``; the list gets them in order."""
+    counted: list[CountedDraws] = []
+
+    def counted_state(workload: random.Random) -> CountedDraws:
+        counted.append(CountedDraws(workload_state(workload)))
+        return counted[-1]
+
+    monkeypatch.setattr(jobs_sandbox, "workload_state", counted_state)
+    return counted
+
+
+@pytest.mark.parametrize("rate", [0.3, 0.7, 1.0], ids=["rate0.3", "rate0.7", "rate1"])
+@pytest.mark.parametrize(
+    "spec", [EpisodeSpec("s", seed=3), EpisodeSpec("k", key=bytes(range(32)))], ids=["seeded", "keyed"]
+)
+def test_the_episode_draws_each_step_when_time_reaches_it_as_the_whole_draw_does(
+    rate: float, spec: EpisodeSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30, item 6: the sandboxed episode draws a step's arrival when its time comes (nothing of a later step
+    before), from the stream the whole draw takes: at every decision at time t, exactly the draws of steps 0..t were
+    made (one ``rand`` for a step without a job, 4 + num_res calls for one with a job), and the jobs are the whole
+    draw's."""
+    scenario = JobsScenario(new_job_rate=rate)
+    whole = draw_jobs(scenario, workload_state(spec.workload_rng()))
+    arrivals = {job.arrival for job in whole}
+    through = list(itertools.accumulate(4 + scenario.num_res if t in arrivals else 1 for t in range(scenario.simu_len)))
+    counted = count_draws(monkeypatch)
+    episode = TRACK.simulator(scenario).episode(spec.workload_rng())
+    payload, step, last = episode.first_decision(), 0, scenario.simu_len - 1
+    sjf = TRACK.baseline("SJF")
+    while payload is not None:
+        assert counted[0].calls == through[min(payload[0], last)], f"step {step} at time {payload[0]}"
+        choice = sjf(JobsView(scenario, payload), random.Random(0))
+        payloads: list[tuple[int, ...]] = []
+        payload = payloads[0] if episode.advance(episode.check(choice, step), payloads.append) else None
+        step += 1
+    assert counted[0].calls == through[-1]
+    assert episode.env is not None and episode.env.jobs == whole
 
 
 def test_drawn_jobs_follow_the_bimodal_distribution() -> None:

@@ -172,7 +172,7 @@ def test_an_engine_that_cannot_answer_is_never_the_containers_end(
         with pytest.raises(BackendUnavailable, match=message):
             backend.alive()
         assert backend.describe_exit().startswith(message)  # describes, never raises
-        assert backend.oom_kills() is None  # unknown (the cgroup is read first; this container has none)
+        assert backend.memory_window_end() is None  # unknown (the cgroup is read first; this container has none)
         backend.close()  # must not raise over the reason the sandbox is being closed
         assert backend.container is None
         del backend

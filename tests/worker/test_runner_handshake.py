@@ -50,7 +50,7 @@ class Scripted:
     def alive(self) -> bool:
         return self.running
 
-    def oom_kills(self) -> int | None:
+    def memory_window_end(self, *, verdict: bool = True) -> None:
         return None
 
     def describe_exit(self) -> str:
@@ -108,7 +108,7 @@ def test_a_malformed_ready_frame_is_refused(ready: dict[str, Any], complaint: st
 
 def test_an_import_traceback_is_cut_on_the_trusted_side() -> None:
     huge = "x" * 1_000_000 + "\nImportError: the end"
-    report = {"type": "import_error", "traceback": huge, "exit_code": None, "signal": None, "oom_kills": 0}
+    report = {"type": "import_error", "traceback": huge, "out_of_memory": False, "exit_code": None, "signal": None}
     with start(lambda nonce: [sim(nonce), frame({**report, "scratch_dirty": False, **NO_OUTPUT})]) as session:
         assert session.startup.status == "import_error"
         assert session.startup.message.endswith("ImportError: the end")
@@ -116,7 +116,7 @@ def test_an_import_traceback_is_cut_on_the_trusted_side() -> None:
 
 
 def test_output_announced_beyond_the_limit_is_refused() -> None:
-    report = {"type": "import_error", "traceback": "t", "exit_code": 1, "signal": None, "oom_kills": 0}
+    report = {"type": "import_error", "traceback": "t", "out_of_memory": False, "exit_code": 1, "signal": None}
     sizes = {**NO_OUTPUT, "stdout_bytes": 10 * 1024 * 1024}
     with start(lambda nonce: [sim(nonce), frame({**report, "scratch_dirty": False, **sizes})]) as session:
         assert session.startup.status == "import_error"

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from layersched.worker.sandbox.memory_accounting import MemoryHit
+
 BackendName = Literal["docker", "process"]
 
 
@@ -35,7 +37,12 @@ class Backend(Protocol):
 
     def alive(self) -> bool: ...  # raises BackendUnavailable when the engine cannot be asked
 
-    def oom_kills(self) -> int | None: ...
+    def memory_window_end(self, *, verdict: bool = True) -> MemoryHit | None:
+        """How the sandbox's memory limit was hit since the last call (or the sandbox's start); None if it was not,
+        or if this backend cannot tell. Starts the next window. Read on the trusted side (the host's view of the
+        sandbox's memory cgroup, or the engine), never from the sandbox. ``verdict`` False: only the next window
+        starts (a backend that would have to ask its engine for the answer does not)."""
+        ...
 
     def describe_exit(self) -> str: ...
 

@@ -31,8 +31,8 @@ from docker.types import LogConfig, Mount
 
 from layersched.worker.sandbox.backend import BackendUnavailable
 from layersched.worker.sandbox.cache_guard import WARM_IMAGE_SCRIPT
-from layersched.worker.sandbox.isolation import cgroup_oom_kills
 from layersched.worker.sandbox.limits import SandboxLimits
+from layersched.worker.sandbox.memory_accounting import CgroupMemory, MemoryHit, container_cgroup
 from layersched.worker.sandbox.run_dirs import SOCKET_NAME
 from layersched.worker.sandbox.wire import NONCE_ENV
 
@@ -142,6 +142,10 @@ class DockerBackend:
         self.image = image or DEFAULT_IMAGE
         self.image_digest = ""
         self.container: Any = None
+        # The container's memory accounting: its cgroup on the host, or, where this process cannot see it, whether
+        # the engine saw an out-of-memory kill when last asked (memory_window_end).
+        self._memory: CgroupMemory | None = None
+        self._engine_oom_seen = False
         self._error: Exception | None = None
         try:
             self.client = client if client is not None else docker.from_env()
@@ -227,6 +231,10 @@ class DockerBackend:
             },
             labels={LABEL: "1", WORKER_LABEL: worker_identity()},
         )
+        directory = container_cgroup(self.container.id)
+        self._memory, self._engine_oom_seen = None, False
+        with contextlib.suppress(OSError, ValueError):  # unreadable: the engine is asked instead
+            self._memory = None if directory is None else CgroupMemory(directory)
 
     def _state(self) -> dict[str, Any]:
         """The container's ``State`` from the engine; {} if the container is gone.
@@ -252,25 +260,30 @@ class DockerBackend:
     def alive(self) -> bool:
         return self._state().get("Status") == "running"
 
-    def oom_kills(self) -> int | None:
-        """OOM kills in the container's memory cgroup, read on the host (cgroup v1 or v2); None if not readable."""
+    def memory_window_end(self, *, verdict: bool = True) -> MemoryHit | None:
+        """How the container's memory limit was hit since the last call (or its start), read on the host
+        (``memory_accounting``); None if it was not, or cannot be told. Starts the next window.
+
+        Where this process cannot see the container's cgroup, the engine's ``OOMKilled`` flag is asked instead; it
+        stays set from the first out-of-memory kill on, so it tells of the first one only (and is set a moment after
+        the kill: weaker). The engine is asked only for a ``verdict`` (a request per episode would slow them all)."""
         if self.container is None:
             return None
-        cid = self.container.id
-        kills = cgroup_oom_kills(
-            (
-                f"/sys/fs/cgroup/memory/docker/{cid}/memory.oom_control",
-                f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/memory.events",
-                f"/sys/fs/cgroup/docker/{cid}/memory.events",
-            )
-        )
-        if kills is not None:
-            return kills
+        if self._memory is not None:
+            try:
+                return self._memory.window_end()
+            except OSError:
+                pass  # the container stopped and its cgroup went with it: the engine's record is what is left
+        if not verdict:
+            return None
         try:
-            state = self._state()
+            killed = bool(self._state().get("OOMKilled"))
         except BackendUnavailable:
             return None  # unknown: the caller then asks alive(), which says the engine is away
-        return 1 if state.get("OOMKilled") else None
+        if not killed or self._engine_oom_seen:
+            return None
+        self._engine_oom_seen = True
+        return MemoryHit(1, source="engine")
 
     def describe_exit(self) -> str:
         try:

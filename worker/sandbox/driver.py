@@ -26,6 +26,7 @@ from layersched.sim.errors import PolicyError
 from layersched.sim.tracks import TrustedSimulator, get_track
 from layersched.worker.sandbox import protocol
 from layersched.worker.sandbox.limits import SandboxLimits
+from layersched.worker.sandbox.memory_accounting import MemoryHit, killed_by_the_limit, past_the_deadline
 from layersched.worker.sandbox.outcomes import EpisodeJob, EpisodeOutcome, EpisodeTiming, Status
 from layersched.worker.sandbox.reports import (
     ERROR_KINDS,
@@ -78,8 +79,10 @@ class SandboxHost(Protocol):
         """How the whole sandbox ended: (status, why, gone)."""
         ...
 
-    def oom_kills(self) -> int | None:
-        """Out-of-memory kills the host saw in the sandbox (None where the backend cannot tell)."""
+    def memory_window_end(self, *, verdict: bool = True) -> MemoryHit | None:
+        """How the sandbox's memory limit was hit since the last call, by its accounting on the host (None: not hit,
+        or the backend cannot tell); starts the next window. ``verdict`` False: the answer is not needed (where it
+        would cost a request to the engine, none is made)."""
         ...
 
     def teardown(self) -> None:
@@ -115,6 +118,8 @@ class EpisodeDriver:
         self.sandbox_gone = False
         self.step: int | None = None  # the step being decided (None before the first task is sent)
         self.output: tuple[str, str, int, int] = ("", "", 0, 0)  # stdout, stderr and their drop counts
+        # How the memory limit was hit while the episode ran (the host's accounting, read at its exit report).
+        self.memory: MemoryHit | None = None
 
     def finish(
         self,
@@ -153,9 +158,10 @@ class EpisodeDriver:
         token = secrets.token_hex(16)
         told = False  # whether the harness has heard of this episode (and so has a process to report on)
         try:
-            # Before the harness hears of the episode, so that no process of it can time this: a track may draw
-            # the whole workload here (workflows-v1 builds every future workflow), and how long that takes would
-            # tell the episode's process about the future (tests/redteam/test_track_attacks.py).
+            # Before the harness hears of the episode, so that no process of it can time this: a track that drew
+            # its whole workload here would tell the episode's process about the future by how long that takes
+            # (tests/redteam/test_track_attacks.py). The spare process waiting for its assignment meanwhile can
+            # time it, so the tracks' first decisions draw the present only (workflows-v1 and jobs-v1 draw lazily).
             payload = episode.first_decision()
         except Exception as exc:  # the track's own code: the service's fault, as in check and advance
             log.exception("track %s failed preparing episode %s", job.track, job.episode.id)
@@ -258,7 +264,7 @@ class EpisodeDriver:
         ended = time.monotonic()
         self._send_end()
         report = self._timing(reader)
-        self._exit_report(kill_after=END_GRACE_SECONDS)
+        self._exit_report(kill_after=END_GRACE_SECONDS, judge_memory=False)
         output = self.output
         try:
             metrics = episode.metrics()
@@ -356,8 +362,13 @@ class EpisodeDriver:
         tb = reply["traceback"][-MAX_TRACEBACK_CHARS:].rstrip()
         if reply["kind"] == "import":
             raise _PolicyRaised("import_error", f"policy import failed in this episode's process:\n{tb}")
+        # An allocation refused (the process sandbox's address-space bound, say), at this step or at the import of
+        # this episode's process (its traceback says which).
         if reply["kind"] == "memory":
-            raise _PolicyRaised("memory_exceeded", f"step {step}: policy ran out of memory (MemoryError)\n{tb}")
+            limit = self.s.limits.memory_bytes
+            raise _PolicyRaised(
+                "memory_exceeded", f"step {step}: policy ran out of memory: MemoryError (limit {limit} bytes)\n{tb}"
+            )
         if reply["kind"] == "replica":
             raise _PolicyRaised("crash", f"step {step}: the policy's replica environment is broken\n{tb}")
         raise _PolicyRaised("crash", f"step {step}: policy raised an exception\n{tb}")
@@ -373,11 +384,19 @@ class EpisodeDriver:
         """End the episode early and collect its output.
 
         A process that is waiting for its next task is told to end, so that it exits cleanly and its output is
-        complete; a ``hung`` one (timeouts) is killed at once.
+        complete; a ``hung`` one (timeouts) is killed at once. A deadline that passed after the memory limit was hit
+        (the sandbox's accounting says so) did not end the episode: the memory limit did, and the message says so
+        first. On a loaded machine the deadline can pass between the out-of-memory kill and the end of the channel
+        (the killed process frees its memory before its sockets close), or another process of the episode holds it.
         """
         if not hung:
             self._send_end()
-        self._exit_report(kill_after=0.0 if hung else END_GRACE_SECONDS)
+        exited = self._exit_report(kill_after=0.0 if hung else END_GRACE_SECONDS, judge_memory=hung)
+        if hung and self.memory is not None:
+            status = "memory_exceeded"
+            message = past_the_deadline(self.memory, self.s.limits.memory_bytes, self.step, message)
+        elif hung and exited is None and self.sandbox_end is not None and self.sandbox_end[0] == "memory_exceeded":
+            status, message = "memory_exceeded", f"{message}; the sandbox ended too ({self.sandbox_end[1]})"
         return self.finish(status, message, self.output)
 
     def _send_end(self) -> None:
@@ -394,20 +413,20 @@ class EpisodeDriver:
             else:
                 died, why = self.sandbox_end
             return self.finish(died, f"{message}; the sandbox ended too ({why})")
-        sig, code, kills = exited["signal"], exited["exit_code"], exited["oom_kills"]
+        sig, code = exited["signal"], exited["exit_code"]
         if sig is not None:
-            host_kills = self.s.oom_kills()
-            if sig == signal.SIGKILL and ((kills is not None and kills > 0) or host_kills):
+            if sig == signal.SIGKILL and self.memory is not None:
                 status = "memory_exceeded"
-                message = f"{message}: killed by the out-of-memory killer (limit {self.s.limits.memory_bytes} bytes)"
+                message = f"{message}: {killed_by_the_limit(self.memory, self.s.limits.memory_bytes)}"
             else:
                 message = f"{message}: killed by signal {signal_name(sig)}"
         elif code is not None:
             message = f"{message}: exit code {code}"
         return self.finish(status, message, self.output)
 
-    def _exit_report(self, *, kill_after: float) -> dict[str, Any] | None:
-        """Wait for the harness's ``exited`` frame, asking it to kill the episode process after ``kill_after`` s.
+    def _exit_report(self, *, kill_after: float, judge_memory: bool = True) -> dict[str, Any] | None:
+        """Wait for the harness's ``exited`` frame, asking it to kill the episode process after ``kill_after`` s;
+        ``judge_memory``: whether the episode's end needs to know if the memory limit was hit (``self.memory``).
 
         If the harness does not answer within the grace period the sandbox is broken: it is torn down and the next
         episode starts a new one.
@@ -437,6 +456,9 @@ class EpisodeDriver:
                     continue
                 if message["type"] == "exited":
                     protocol.expect(message, "exited", EXITED_FIELDS)
+                    # Every process of the episode is gone: its memory window ends here (the next episode's process
+                    # is forked after this report, so its import counts towards the next one).
+                    self.memory = s.memory_window_end(verdict=judge_memory)
                     self.output = s.receive_output(message, deadline)
                     if message["scratch_dirty"]:
                         # Something of the episode could not be removed: the next episode gets a new sandbox.

@@ -95,11 +95,13 @@ def load_policy(bundle: Path) -> Policy:
 
 @dataclass(frozen=True)
 class Imported:
-    """How the import went: the policy, or the traceback of its failure; and how long it took."""
+    """How the import went: the policy, or the traceback of its failure (and whether an allocation was refused: the
+    process sandbox's address-space bound); and how long it took."""
 
     policy: Policy | None
     traceback: str
     seconds: float
+    out_of_memory: bool = False
 
 
 def import_policy(bundle: Path) -> Imported:
@@ -108,8 +110,9 @@ def import_policy(bundle: Path) -> Imported:
         seed_globals(0)
         policy = load_policy(bundle)
         configure_torch()
-    except BaseException:  # the sandbox boundary: SystemExit and KeyboardInterrupt from the module count too
-        return Imported(None, traceback.format_exc()[-MAX_TRACEBACK_CHARS:], time.monotonic() - started)
+    except BaseException as exc:  # the sandbox boundary: SystemExit and KeyboardInterrupt from the module count too
+        tb = traceback.format_exc()[-MAX_TRACEBACK_CHARS:]
+        return Imported(None, tb, time.monotonic() - started, isinstance(exc, MemoryError))
     return Imported(policy, "", time.monotonic() - started)
 
 
@@ -120,6 +123,7 @@ def import_report(imported: Imported) -> dict[str, Any]:
         "type": "imported",
         "ok": imported.policy is not None,
         "traceback": imported.traceback,
+        "out_of_memory": imported.out_of_memory,
         "import_seconds": imported.seconds,
         "torch": None if torch is None else str(torch.__version__),
     }
@@ -198,7 +202,10 @@ def serve_episode(
     clock = time.perf_counter
     policy_s = replica_s = wait_s = send_s = 0.0
     # A traceback to report with the next task (its nonce): of the import, or of the replica the policy broke.
-    failed: tuple[str, str] | None = None if policy is not None else ("import", imported.traceback)
+    # (An import that ran out of memory is reported as the memory limit, as a decision that does.)
+    failed: tuple[str, str] | None = None
+    if policy is None:
+        failed = ("memory" if imported.out_of_memory else "import", imported.traceback)
     while True:
         t0 = clock()
         frame = reader.recv(poll_seconds=poll_seconds)

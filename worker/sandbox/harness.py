@@ -62,7 +62,6 @@ from layersched.worker.sandbox.isolation import (
     SCRATCH_DIRS,
     empty_scratch,
     make_undumpable,
-    oom_kills,
     others_alive,
     trusted_import_path,
 )
@@ -188,7 +187,6 @@ class Harness:
     def start(self) -> bool:
         """Fork the first episode process and relay how its import went: ``ready`` (True) or ``import_error``."""
         started = time.monotonic()
-        oom_before = oom_kills()
         preload_tracks()
         preloaded = preload_site_modules(self.bundle)
         report_r, report_w = os.pipe()
@@ -210,7 +208,6 @@ class Harness:
             )
             return True
         clean = self._end_and_clean(spare)  # still waiting for an episode if its import failed
-        oom_after = oom_kills()
         if report is not None and report["traceback"]:
             why = report["traceback"]
         elif ended is None:
@@ -221,9 +218,11 @@ class Harness:
             {
                 "type": "import_error",
                 "traceback": why[-20000:],
-                # How it ended, if it ended by itself (killed by the out-of-memory killer, say).
+                # An allocation refused (MemoryError): the process sandbox's address-space bound, say.
+                "out_of_memory": report is not None and report["out_of_memory"],
+                # How it ended, if it ended by itself (killed by the out-of-memory killer, say: the worker reads
+                # the memory accounting on the host, where the policy's processes cannot reach it).
                 **(_wait_status(ended) if ended is not None else {"exit_code": None, "signal": None}),
-                "oom_kills": None if oom_before is None or oom_after is None else oom_after - oom_before,
                 "scratch_dirty": not clean or self.dirty,
             }
         )
@@ -322,10 +321,8 @@ class Harness:
         }
         if name not in spare.replicas:  # forked before this scenario arrived: it builds its replica from the frame
             assignment["scenario_frame"] = self.scenarios[name]
-        oom_before = oom_kills()
         status, killed, shutdown = self._supervise(spare, protocol.encode(assignment, max_size=1 << 30))
         clean = self._end_and_clean(spare)
-        oom_after = oom_kills()
         if shutdown:
             raise SystemExit(0)  # nobody is listening any more
         self.send_with_output(
@@ -334,7 +331,6 @@ class Harness:
                 "episode_id": message["episode_id"],
                 **_wait_status(status),
                 "killed": killed,
-                "oom_kills": None if oom_before is None or oom_after is None else oom_after - oom_before,
                 "scratch_dirty": not clean or self.dirty,
             }
         )
@@ -516,7 +512,13 @@ def _parse_report(data: bytes) -> dict[str, Any] | None:
         protocol.expect(
             report,
             "imported",
-            {"ok": bool, "traceback": str, "import_seconds": (int, float), "torch": (str, type(None))},
+            {
+                "ok": bool,
+                "traceback": str,
+                "out_of_memory": bool,
+                "import_seconds": (int, float),
+                "torch": (str, type(None)),
+            },
         )
     except (protocol.ProtocolError, KeyError):
         return None

@@ -13,7 +13,6 @@ import ctypes
 import os
 import stat
 import sys
-from collections.abc import Iterable
 
 # The container's writable places (tmpfs), emptied after every episode.
 SCRATCH_DIRS = ("/tmp", "/dev/shm")
@@ -65,26 +64,6 @@ def empty_scratch(roots: tuple[str, ...]) -> bool:
         except OSError:
             clean = False
     return clean
-
-
-def oom_kills() -> int | None:
-    """The container's OOM-kill counter (cgroup v2 or v1), or None outside a memory cgroup."""
-    return cgroup_oom_kills(("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"))
-
-
-def cgroup_oom_kills(paths: Iterable[str]) -> int | None:
-    """The ``oom_kill`` count of the first of these cgroup files (``memory.events``, v1's ``memory.oom_control``)
-    that can be read; None if none can (the harness reads its own cgroup, the Docker backend a container's)."""
-    for path in paths:
-        try:
-            with open(path) as f:
-                for line in f:
-                    name, _, value = line.partition(" ")
-                    if name == "oom_kill":
-                        return int(value)
-        except (OSError, ValueError):
-            continue
-    return None
 
 
 def others_alive() -> bool:

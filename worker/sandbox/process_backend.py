@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Literal
 
 from layersched.worker.sandbox.limits import SandboxLimits
+from layersched.worker.sandbox.memory_accounting import MemoryHit
 from layersched.worker.sandbox.run_dirs import SOCKET_NAME
 from layersched.worker.sandbox.wire import NONCE_ENV
 
@@ -127,8 +128,11 @@ class ProcessBackend:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def oom_kills(self) -> int | None:
-        return None  # no memory cgroup: running out of address space raises MemoryError in the policy instead
+    def memory_window_end(self, *, verdict: bool = True) -> MemoryHit | None:
+        # No memory cgroup: running out of address space (RLIMIT_AS) raises MemoryError in the policy instead, which
+        # its episode process reports (memory_exceeded). A process that catches it and then overruns its deadline is
+        # a timeout here: nothing on the host counted the limit.
+        return None
 
     def killed_from_outside(self) -> bool:
         # unshare --fork ends with its child's signal; without it the harness is this process itself.

@@ -42,15 +42,14 @@ EXITED_FIELDS: Fields = {
     "exit_code": _MAYBE_INT,
     "signal": _MAYBE_INT,
     "killed": bool,
-    "oom_kills": _MAYBE_INT,
     "scratch_dirty": bool,
     **_OUTPUT_FIELDS,
 }
 IMPORT_ERROR_FIELDS: Fields = {
     "traceback": str,
+    "out_of_memory": bool,
     "exit_code": _MAYBE_INT,
     "signal": _MAYBE_INT,
-    "oom_kills": _MAYBE_INT,
     "scratch_dirty": bool,
     **_OUTPUT_FIELDS,
 }

@@ -55,6 +55,7 @@ from layersched.worker.sandbox import protocol
 from layersched.worker.sandbox.backend import Backend, BackendName, BackendUnavailable, Detachable
 from layersched.worker.sandbox.driver import EpisodeDriver, InfrastructureFault
 from layersched.worker.sandbox.limits import SandboxLimits
+from layersched.worker.sandbox.memory_accounting import MemoryHit, killed_by_the_limit, past_the_deadline
 from layersched.worker.sandbox.outcomes import EpisodeJob, EpisodeOutcome, HiddenEpisodeRefused, SandboxError, Status
 from layersched.worker.sandbox.reports import (
     IMPORT_ERROR_FIELDS,
@@ -171,8 +172,8 @@ class SandboxSession:
     def listener(self) -> socket.socket | None:
         return self._listener
 
-    def oom_kills(self) -> int | None:
-        return self._backend.oom_kills()
+    def memory_window_end(self, *, verdict: bool = True) -> MemoryHit | None:
+        return self._backend.memory_window_end(verdict=verdict)
 
     @property
     def import_seconds(self) -> float:
@@ -267,6 +268,7 @@ class SandboxSession:
             if kind == "ready":
                 protocol.expect(message, "ready", READY_FIELDS)
                 self.startup.info = {k: message[k] for k in ("python", "numpy", "torch", "import_seconds")}
+                self._backend.memory_window_end(verdict=False)  # the import's window ends: the first episode's
                 return
             if kind != "import_error":
                 raise protocol.ProtocolError(f"expected 'ready' or 'import_error' from the sandbox, got {kind!r:.80}")
@@ -275,6 +277,10 @@ class SandboxSession:
         except protocol.ChannelTimeout:
             self.startup.status = "timeout"
             self.startup.message = f"policy import did not finish within {self.limits.startup_seconds:g} s"
+            memory = self._backend.memory_window_end()  # which limit the import hit, before the sandbox goes
+            if memory is not None:
+                self.startup.status = "memory_exceeded"
+                self.startup.message = past_the_deadline(memory, self.limits.memory_bytes, None, self.startup.message)
             self._close_backend()
             return
         except (protocol.ProtocolError, OSError) as exc:
@@ -292,13 +298,13 @@ class SandboxSession:
 
     def _import_failure(self, report: dict[str, Any]) -> tuple[Status, str]:
         """Status and message of an ``import_error`` report: out of memory, or the import's traceback."""
-        sig = report["signal"]
-        if sig == signal.SIGKILL and ((report["oom_kills"] or 0) > 0 or self._backend.oom_kills()):
-            return "memory_exceeded", (
-                f"policy import ran out of memory: killed by the out-of-memory killer "
-                f"(limit {self.limits.memory_bytes} bytes)"
-            )
+        sig, limit = report["signal"], self.limits.memory_bytes
+        memory = self._backend.memory_window_end()
+        if sig == signal.SIGKILL and memory is not None:
+            return "memory_exceeded", f"policy import ran out of memory: {killed_by_the_limit(memory, limit)}"
         tb = report["traceback"][-MAX_TRACEBACK_CHARS:].rstrip()
+        if report["out_of_memory"]:  # MemoryError: an allocation refused (the process sandbox's address space)
+            return "memory_exceeded", f"policy import ran out of memory: MemoryError (limit {limit} bytes)\n{tb}"
         if sig is not None:
             tb += f" (killed by signal {signal_name(sig)})"
         elif report["exit_code"]:
@@ -515,9 +521,10 @@ class SandboxSession:
 
     def sandbox_end(self) -> tuple[Status, str, bool]:
         """(status, why, gone): how the sandbox ended, and whether it is gone (not running any more)."""
-        kills = self._backend.oom_kills()
-        if kills:  # read on the host (the cgroup), so it holds even while the engine is away
-            return "memory_exceeded", f"out of memory ({self._backend.describe_exit()})", False
+        memory = self._backend.memory_window_end()
+        if memory is not None:  # read on the host (the cgroup), so it holds even while the engine is away
+            limit, why = self.limits.memory_bytes, self._backend.describe_exit()
+            return "memory_exceeded", f"out of memory: {memory} (limit {limit} bytes; {why})", False
         try:
             alive = self._backend.alive()
         except BackendUnavailable as exc:

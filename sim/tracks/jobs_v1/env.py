@@ -19,9 +19,11 @@ fast path)::
     then per slot: length (0 when empty), arrival, demand[0..R-1]
 
 The job drawn for step 0 enters at time 0, before the first decision (the reference never introduces it: its jobs
-enter only after its first time step). The episode ends when no arrival can come (``time >= simu_len - 1``) and
-every job that arrived has finished. A void that would then wait for nothing (no arrival ahead, nothing on the
-machine, a job waiting) is refused: every episode ends, whatever the policy does.
+enter only after its first time step). A drawn episode (``JobDraw``) draws each step's arrival when time reaches the
+step, never before: what the env holds, and the work before a decision, are of the steps that have come only. The
+episode ends when no arrival can come (``time >= simu_len - 1``) and every job that arrived has finished. A void
+that would then wait for nothing (no arrival ahead, nothing on the machine, a job waiting) is refused: every episode
+ends, whatever the policy does.
 """
 
 from __future__ import annotations
@@ -29,17 +31,18 @@ from __future__ import annotations
 import itertools
 import operator
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from layersched.sim.float_sum import left_sum
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
-from layersched.sim.tracks.jobs_v1.workload import Job
+from layersched.sim.tracks.jobs_v1.workload import Job, JobDraw
 
 if TYPE_CHECKING:
     import numpy as np
 
 _LENGTH = operator.attrgetter("length")
+_ARRIVAL = operator.attrgetter("arrival")
 PAYLOAD_HEAD = 3  # time, since_new_job, backlog
 _UNKNOWN = -1  # an offset not searched yet (a found one is >= 0, or None)
 
@@ -87,19 +90,31 @@ class _Inverse(dict[int, float]):
 
 
 class JobsEnv:
-    """One episode of ``scenario`` on the jobs ``jobs`` (in arrival order; a drawn workload has at most one per step,
-    a test's may have several)."""
+    """One episode of ``scenario`` on the jobs ``jobs``: drawn step by step as time comes to each (``JobDraw``, the
+    sandboxed episode's), or given (in arrival order; a drawn workload has at most one per step, a test's may have
+    several)."""
 
-    def __init__(self, scenario: JobsScenario, jobs: Sequence[Job]) -> None:
+    def __init__(self, scenario: JobsScenario, jobs: JobDraw | Sequence[Job]) -> None:
         s = self.scenario = scenario
-        self.jobs = tuple(jobs)
-        self._arrivals: dict[int, list[Job]] = {}
-        for job in self.jobs:
-            self._arrivals.setdefault(job.arrival, []).append(job)
+        # (At most 29 attributes: Python 3.11 keeps up to 29 in the instance's compact values, keyed by a table
+        # shared with the class; a 30th gives every instance a dict of its own, which made a decision 3% dearer, by
+        # count_jobs.py.)
+        # Each step's arrivals, asked once per step in order while a job may still arrive (up to _last_arrival).
+        self._arrivals: Callable[[int], Sequence[Job] | None]
+        given: tuple[Job, ...] = ()
+        if isinstance(jobs, JobDraw):
+            self._arrivals, self._last_arrival = jobs.arrivals, jobs.last_step
+        else:
+            given = tuple(jobs)
+            by_step: dict[int, list[Job]] = {}
+            for job in given:
+                by_step.setdefault(job.arrival, []).append(job)
+            self._arrivals, self._last_arrival = by_step.get, max(by_step, default=-1)
         # The machine's free units, one int per step of the horizon holding every resource's count in a field of
         # ``_bits + 1`` bits, its top bit a guard: a fit test on a step is one subtraction (see ``_offset``). Numpy on
-        # rows of two units cost more in calls than the search itself (issue 19's benchmark, bench_jobs.py).
-        self._bits = max([s.res_slot, *(need for job in self.jobs for need in job.demand)]).bit_length()
+        # rows of two units cost more in calls than the search itself (issue 19's benchmark, bench_jobs.py). A drawn
+        # demand is at most max_job_size; a given one may be larger (it then fits nowhere, but must not borrow).
+        self._bits = max([s.res_slot, s.max_job_size, *(need for job in given for need in job.demand)]).bit_length()
         self._shifts = [r * (self._bits + 1) for r in range(s.num_res)]
         self._guards = sum(1 << (shift + self._bits) for shift in self._shifts)
         self._idle_row = self._pack([s.res_slot] * s.num_res)
@@ -138,7 +153,14 @@ class JobsEnv:
         # asks (issue 19's benchmark: the sums were 7% of a decision's cost, the copies are 2%).
         self._in_system: list[tuple[tuple[Job, ...], tuple[Job | None, ...], tuple[Job, ...]]] = []
         self._rewards: list[float] = []
-        self._arrive()
+        if self._last_arrival >= 0:
+            self._arrive(self._arrivals(0))
+
+    @property
+    def jobs(self) -> list[Job]:
+        """The jobs that have arrived so far (entered or dropped), in arrival order (a new list)."""
+        # Stable: within a step, every arrival after the first dropped one is dropped too.
+        return sorted([*self.entered, *self.dropped], key=_ARRIVAL)
 
     @property
     def free(self) -> np.ndarray:
@@ -260,12 +282,14 @@ class JobsEnv:
             self.running = tuple([job for job in self.running if self.finish[job.id] > self.time])
         if self.since_new_job < s.max_track_since_new:
             self.since_new_job += 1
-        if self.time in self._arrivals:
-            self._arrive()
+        if self.time <= self._last_arrival:
+            arrived = self._arrivals(self.time)
+            if arrived:
+                self._arrive(arrived)
         self._in_system.append((self.running, tuple(self.slots), tuple(self.backlog)))
 
-    def _arrive(self) -> None:
-        for job in self._arrivals.get(self.time, ()):
+    def _arrive(self, arrived: Sequence[Job] | None) -> None:
+        for job in arrived or ():
             self.since_new_job = 0  # as the reference, for a dropped arrival too
             self._packed[job.id] = self._pack(job.demand)
             self._length[job.id] = job.length

@@ -26,7 +26,7 @@ from layersched.sim.tracks.jobs_v1.env import JobsEnv
 from layersched.sim.tracks.jobs_v1.sandbox import check_reply
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
 from layersched.sim.tracks.jobs_v1.view import JobsView, image_width
-from layersched.sim.tracks.jobs_v1.workload import SEED_WORDS, RandomState, draw_jobs, workload_state
+from layersched.sim.tracks.jobs_v1.workload import SEED_WORDS, JobDraw, RandomState, workload_state
 
 ObsType = npt.NDArray[np.float32]
 
@@ -52,7 +52,7 @@ class JobsGymEnv(gym.Env[ObsType, np.int64]):
         else:
             words = self.np_random.integers(1 << 32, size=SEED_WORDS)
             state = RandomState([int(word) for word in words])
-        env = self._env = JobsEnv(self.scenario, draw_jobs(self.scenario, state))
+        env = self._env = JobsEnv(self.scenario, JobDraw(self.scenario, state))
         self._decisions = 0
         env.settle()
         return self._observe(env)

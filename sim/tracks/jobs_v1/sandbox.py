@@ -24,7 +24,7 @@ from layersched.sim.tracks.jobs_v1.env import JobsEnv
 from layersched.sim.tracks.jobs_v1.metrics import JobsMetrics, episode_metrics
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
 from layersched.sim.tracks.jobs_v1.view import JobsView, VisibleJob
-from layersched.sim.tracks.jobs_v1.workload import Job, draw_jobs, workload_state
+from layersched.sim.tracks.jobs_v1.workload import Job, JobDraw, workload_state
 
 
 def check_reply(env: JobsEnv, value: object, step: int) -> int:
@@ -71,9 +71,12 @@ def check_reply(env: JobsEnv, value: object, step: int) -> int:
 
 
 class JobsEpisode:
-    """One authoritative episode; its jobs are drawn by ``first_decision``."""
+    """One authoritative episode; ``first_decision`` starts its draw (``draw``: a ``JobDraw``, which the env asks for
+    each step's arrival when time reaches the step, or the jobs themselves), so that the work before a decision
+    never depends on the episode's future: the driver prepares step 0 before the episode's process is told, but a
+    spare process waits meanwhile, and could time it."""
 
-    def __init__(self, scenario: JobsScenario, draw: Callable[[], list[Job]]) -> None:
+    def __init__(self, scenario: JobsScenario, draw: Callable[[], JobDraw | list[Job]]) -> None:
         self.scenario = scenario
         self._draw = draw
         self.env: JobsEnv | None = None
@@ -108,7 +111,7 @@ class JobsSimulator:
         self.scenario = scenario
 
     def episode(self, workload: random.Random) -> JobsEpisode:
-        return JobsEpisode(self.scenario, lambda: draw_jobs(self.scenario, workload_state(workload)))
+        return JobsEpisode(self.scenario, lambda: JobDraw(self.scenario, workload_state(workload)))
 
 
 class DrawnSimulator:

@@ -13,6 +13,11 @@ The ``RandomState`` here is numpy's legacy generator in pure Python, so drawing 
 Mersenne Twister is Python's own (``random.Random``), given the state numpy's seeding sets; ``rand()`` is
 ``random()`` (both take 53 bits from two words), and ``randint`` is numpy's legacy masked rejection.
 tests/sim/test_jobs_workload_rng.py pins its draws to ``numpy.random.RandomState``'s.
+
+An episode draws its jobs step by step as its time reaches each step (``JobDraw``, what the trusted ``JobsEnv``
+plays from): so the work before a decision depends on the steps that have come only, never on the episode's future
+(a spare episode process timing its wait for step 0 learns nothing of what is still to come). The stream is the one
+``draw_jobs`` draws all at once, call for call.
 """
 
 from __future__ import annotations
@@ -123,7 +128,7 @@ class RandomState:
 
 
 class LegacyDraws(Protocol):
-    """What ``draw_jobs`` calls: this module's ``RandomState`` or numpy's."""
+    """What ``JobDraw`` calls: this module's ``RandomState`` or numpy's."""
 
     def rand(self) -> float: ...
 
@@ -141,20 +146,52 @@ def workload_state(workload: random.Random) -> RandomState:
     return RandomState([workload.getrandbits(32) for _ in range(SEED_WORDS)])
 
 
+class JobDraw:
+    """One episode's jobs, drawn a step at a time: ``arrivals(step)`` draws step ``step``'s arrival (none or one job)
+    when it is asked, the steps in order from 0, so nothing of a later step is drawn before it comes. The draws are
+    ``draw_jobs``'s, in its order: ``rand()`` for an arrival, then, if a job arrives, ``rand()`` for short or long,
+    ``randint`` for the length, for the dominant resource and for each resource's demand."""
+
+    __slots__ = ("_count", "_last", "_next", "_rand", "_randint", "_sizes", "scenario")
+
+    def __init__(self, scenario: JobsScenario, state: LegacyDraws) -> None:
+        s = self.scenario = scenario
+        self._rand, self._randint = state.rand, state.randint
+        # The scenario's bounds, read once (they are properties): every step asks for some of them.
+        self._sizes = (s.new_job_rate, s.short_len, s.long_len, s.dominant_demand, s.minor_demand, range(s.num_res))
+        self._last = s.simu_len - 1
+        self._next = 0  # the step to draw next
+        self._count = 0  # jobs drawn so far (the next job's id)
+
+    @property
+    def last_step(self) -> int:
+        """The last step at which a job may arrive."""
+        return self._last
+
+    def arrivals(self, step: int) -> tuple[Job, ...]:
+        """The jobs arriving at ``step`` (at most one, as the reference); ``step`` must be the step after the last one
+        asked (0 first), and at most ``last_step``."""
+        if step != self._next or step > self._last:
+            raise ValueError(f"step {step} asked of a draw whose next step is {self._next} (last {self._last})")
+        self._next = step + 1
+        rate, short, long, dominant_demand, minor_demand, resources = self._sizes
+        rand, randint = self._rand, self._randint
+        if not rand() < rate:
+            return ()
+        low, high = short if rand() < SMALL_JOB_CHANCE else long
+        length = int(randint(low, high + 1))
+        dominant = int(randint(0, len(resources)))
+        demand = []
+        for r in resources:
+            low, high = dominant_demand if r == dominant else minor_demand
+            demand.append(int(randint(low, high + 1)))
+        job = Job(self._count, step, length, tuple(demand))
+        self._count += 1
+        return (job,)
+
+
 def draw_jobs(scenario: JobsScenario, state: LegacyDraws) -> list[Job]:
-    """The jobs of one episode, in arrival order (at most one per step, as the reference)."""
-    s = scenario
-    rand, randint = state.rand, state.randint
-    short, long, dominant_demand, minor_demand = s.short_len, s.long_len, s.dominant_demand, s.minor_demand
-    jobs: list[Job] = []
-    for step in range(s.simu_len):
-        if rand() < s.new_job_rate:
-            low, high = short if rand() < SMALL_JOB_CHANCE else long
-            length = int(randint(low, high + 1))
-            dominant = int(randint(0, s.num_res))
-            demand = []
-            for r in range(s.num_res):
-                low, high = dominant_demand if r == dominant else minor_demand
-                demand.append(int(randint(low, high + 1)))
-            jobs.append(Job(len(jobs), step, length, tuple(demand)))
-    return jobs
+    """The jobs of one episode, in arrival order (at most one per step, as the reference): ``JobDraw``'s, all at
+    once."""
+    arrivals = JobDraw(scenario, state).arrivals
+    return [job for step in range(scenario.simu_len) for job in arrivals(step)]

@@ -1,8 +1,8 @@
 """challenge rules: the rules a challenge file applies (team size, deadlines, final selection) override the settings
 
-Revision ID: 0010
-Revises: 0008
-Create Date: 2026-12-03 12:00:00
+Revision ID: 0013
+Revises: 0012
+Create Date: 2026-12-03 14:00:00
 
 Up: one new table, empty: ``challenge_rules`` (at most one row). Until an organiser applies a challenge file
 (``layersched admin challenge apply``), every rule is the ``LAYERSCHED_*`` setting it was before.
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0010"
-down_revision: str | None = "0008"
+revision: str = "0013"
+down_revision: str | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
