@@ -74,7 +74,12 @@ def static_findings(bundle: Bundle, track: Track) -> list[Finding]:
     entry = bundle.entry_point.relative_to(root).as_posix()
     if entry in trees:
         findings.extend(_entry_point_findings(entry, trees[entry], track))
+    # Only what the policy's import reaches runs in the sandbox: a training or plotting script beside it may import
+    # what it likes (gymnasium, matplotlib).
+    reached = _reached(entry, trees)
     for name, tree in trees.items():
+        if name not in reached:
+            continue
         for lineno, module, guarded in _imports(tree):
             if sandbox_has(module, local):
                 continue
@@ -142,6 +147,38 @@ def _files_left_beside(bundle: Bundle, trees: dict[str, ast.Module]) -> list[Fin
                     )
                 )
     return found
+
+
+def _reached(entry: str, trees: dict[str, ast.Module]) -> set[str]:
+    """The bundle's files that importing ``entry`` imports, itself included (by its import statements, guarded or
+    not, at any depth: what ``importlib`` loads by name is not seen)."""
+    reached, todo = set(), [entry]
+    while todo:
+        name = todo.pop()
+        if name in reached or name not in trees:
+            continue
+        reached.add(name)
+        package = name.rsplit("/", 1)[0] if "/" in name else ""
+        for node in ast.walk(trees[name]):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: from the file's package, one level up per extra dot
+                    parts = package.split("/") if package else []
+                    parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+                    base = ".".join([*parts, *([base] if base else [])])
+                targets = [base, *(f"{base}.{alias.name}" if base else alias.name for alias in node.names)]
+            for target in targets:
+                path = target.replace(".", "/")
+                for candidate in (f"{path}.py", f"{path}/__init__.py"):
+                    if candidate in trees:
+                        todo.append(candidate)
+                # a package's parents run their __init__ too
+                parts = path.split("/")
+                todo.extend(f"{'/'.join(parts[:i])}/__init__.py" for i in range(1, len(parts)))
+    return reached
 
 
 def _local_modules(files: tuple[str, ...]) -> set[str]:

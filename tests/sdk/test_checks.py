@@ -25,6 +25,7 @@ def findings_for(tmp_path: Path, source: str, extra: dict[str, str] | None = Non
     root.mkdir()
     (root / "policy.py").write_text(source)
     for name, text in (extra or {}).items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     return [f for f in static_findings(make_bundle(root), LAB_TRACK) if not f.message.startswith("bundle:")]
 
@@ -313,3 +314,17 @@ def test_a_workflows_pair_gets_the_action_hint_in_the_policys_own_names() -> Non
 
     with pytest.raises(PolicyCheckError, match=r"return view\.action\(c, v\), c \* view\.n_vms \+ v\)$"):
         check_policy(contract_names, scenario, track="workflows-v1")
+
+
+def test_only_what_the_policy_imports_is_held_to_the_sandbox(tmp_path: Path) -> None:
+    """A training script beside the policy may import gymnasium (the sandbox never imports it); a module the policy
+    imports, directly or through a package, may not."""
+    source = "from lib import net\ndef policy(env, task, rng):\n    return 0\n"
+    extra = {
+        "train.py": "import gymnasium\nimport matplotlib\n",
+        "lib/__init__.py": "",
+        "lib/net.py": "from . import layers\n",
+        "lib/layers.py": "import pandas\n",
+    }
+    errors = [f.message.split(",")[0] for f in findings_for(tmp_path, source, extra) if f.level == "error"]
+    assert errors == ["lib/layers.py:1: imports 'pandas'"]

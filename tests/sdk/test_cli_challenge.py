@@ -249,3 +249,13 @@ def test_the_documented_example_reads(tmp_path: Path) -> None:
     body = read_challenge(write(tmp_path, example))
     assert [p["name"] for p in body["phases"]] == ["dev-jobs", "final-jobs"]
     assert body["rules"]["team_merge_deadline"] == "2027-02-15T00:00:00+00:00"
+
+
+def test_the_readmes_challenge_file_reads_and_names_a_dev_and_a_final_phase_per_track() -> None:
+    from layersched.sdk.challenge_file import read_challenge
+
+    body = read_challenge(Path(__file__).resolve().parents[2] / "docs" / "challenge-example.toml")
+    assert [(p["name"], p["evalset"]) for p in body["phases"]] == [
+        ("dev-layers", "sample"), ("final-layers", "layers-final"), ("dev-jobs", "jobs-sample"),
+        ("final-jobs", "jobs-final"), ("dev-workflows", "workflows-sample"), ("final-workflows", "workflows-final"),
+    ]  # fmt: skip
