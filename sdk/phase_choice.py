@@ -61,7 +61,8 @@ def open_phase_of_track(client: Any, kit: KitTrack) -> str | None:
         raise ConfigError(f"no phase of track {track} is open now (its phases: {listed}); see layersched phases")
     if len(open_now) > 1:
         raise ConfigError(
-            f"{len(open_now)} phases of track {track} are open ({', '.join(open_now)}): name one with --phase"
+            f"{len(open_now)} phases of track {track} are open ({', '.join(open_now)}): name one, e.g. "
+            f"--phase {open_now[0]}"
         )
     return str(open_now[0])
 

@@ -170,7 +170,7 @@ def _students_submit(stack: Stack, tokens: dict[str, str], home: Path) -> dict[s
     refused = stack.cli(ada, "submit", str(jobs_kit), "--no-wait")  # two phases of the kit's track are open
     assert refused.returncode == 1
     assert refused.stderr.strip().splitlines()[-1] == (
-        "error: 2 phases of track jobs-v1 are open (dev-jobs, final-jobs): name one with --phase"
+        "error: 2 phases of track jobs-v1 are open (dev-jobs, final-jobs): name one, e.g. --phase dev-jobs"
     )
     ids = {}
     out = ok(stack.cli(ada, "submit", str(jobs_kit), "--phase", "final-jobs", "--name", "sjf-kit"), stack)
