@@ -117,6 +117,19 @@ def test_demo_serves_a_ranked_leaderboard_and_stops_cleanly(tmp_path: Path, base
             "jobs": ("SJF", {"SJF", "Packer", "Tetris*", "Random"}),
             "workflows": ("HEFT", {"FCFS", "HEFT", "MinMin", "Random"}),
         }  # fmt: skip
+        # A kit of another track submits to the demo as it is: its kit file names the track, which has one phase.
+        env = {
+            **os.environ, "LAYERSCHED_SERVER": url, "LAYERSCHED_TOKEN": tokens[1],
+            "LAYERSCHED_CONFIG": str(tmp_path / "cli.json"),
+        }  # fmt: skip
+        kit = tmp_path / "jobs-kit"
+        made = subprocess.run(["layersched", "init", str(kit), "--track", "jobs-v1"], env=env, capture_output=True)
+        assert made.returncode == 0, made.stderr
+        sent = subprocess.run(
+            ["layersched", "submit", str(kit), "--no-wait"], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert sent.returncode == 0, sent.stdout + sent.stderr
+        assert sent.stdout.startswith("submitted #2 'jobs-kit' (queued)")
         organiser = {"Authorization": f"Bearer {tokens[0]}"}
         assert httpx.get(f"{url}/healthz", timeout=5).json() == {"status": "ok"}
         detailed = httpx.get(f"{url}/healthz", headers=organiser, timeout=5).json()
@@ -149,14 +162,14 @@ def test_demo_serves_a_ranked_leaderboard_and_stops_cleanly(tmp_path: Path, base
         wait_for(lambda: "from an earlier run" in second_log.read_text(), 120, "the second demo's submission line")
         text = second_log.read_text()
         assert "layersched: demo: create phase" not in text
-        assert "layersched: the demo student's submission #1 is there from an earlier run: none is queued now" in text
+        assert "layersched: the demo student has 2 submission(s) from an earlier run: none is queued now" in text
         student_token = re.findall(r"token: (lst_\S+)", text)[1]
         student = {"Authorization": f"Bearer {student_token}"}
         mine = httpx.get(f"{url}/api/v1/submissions", headers=student, timeout=5).json()
-        assert mine["count"] == 1
+        assert mine["count"] == 2  # the starter and the jobs kit of the first run: none queued by this one
         quota = {p["name"]: p["submissions_today"] for p in httpx.get(
             f"{url}/api/v1/phases", headers=student, timeout=5).json()["data"]}  # fmt: skip
-        assert quota == {"layers": 1, "jobs": 0, "workflows": 0}
+        assert quota == {"layers": 1, "jobs": 1, "workflows": 0}
     finally:
         os.killpg(again.pid, signal.SIGINT)
         assert again.wait(timeout=60) == 0, second_log.read_text()[-3000:]
