@@ -46,7 +46,9 @@ def test_a_kit_goes_to_the_open_phase_of_its_track_and_reads_as_ratios_to_its_re
     assert "(participant; today: main 0/2, dev-jobs 0/2, final-jobs 0/2)" in out
     code, _, err = run(capsys, "submit", str(jobs_kit), "--no-wait")
     assert code == 1
-    assert error_line(err) == "error: 2 phases of track jobs-v1 are open (dev-jobs, final-jobs): name one, e.g. --phase dev-jobs"
+    assert error_line(err) == (
+        "error: 2 phases of track jobs-v1 are open (dev-jobs, final-jobs): name one, e.g. --phase dev-jobs"
+    )
 
     login(capsys, jobs_phases, "olga")
     assert run(capsys, "admin", "phase", "close", "dev-jobs")[0] == 0
