@@ -116,7 +116,7 @@ def _state_public(phase: Phase, state: LeaderboardState) -> LeaderboardStatePubl
 def freeze(
     session: SessionDep, actor: Organiser, body: FreezeRequest, phase: BoardPhase = None
 ) -> LeaderboardStatePublic:
-    target = storage.resolve_phase(session=session, name=phase, for_board=True)
+    target = storage.resolve_phase(session=session, name=phase)
     snapshot = leaderboard.freeze_snapshot(session=session, phase=target) if body.frozen else None
     state = storage.set_leaderboard_frozen(
         session=session, phase=target, frozen=body.frozen, snapshot=snapshot, actor=actor
@@ -126,7 +126,7 @@ def freeze(
 
 @router.post("/leaderboard/publish", response_model=LeaderboardStatePublic)
 def publish(session: SessionDep, actor: Organiser, phase: BoardPhase = None) -> LeaderboardStatePublic:
-    target = storage.resolve_phase(session=session, name=phase, for_board=True)
+    target = storage.resolve_phase(session=session, name=phase)
     snapshot = leaderboard.final_snapshot(session=session, phase=target)
     return _state_public(target, storage.publish_private(session=session, phase=target, actor=actor, snapshot=snapshot))
 

@@ -41,7 +41,7 @@ def _page_phase(session: Session, name: str | None, shown: list[Phase]) -> Phase
     """The phase whose board the page shows: ``name``, else the API's default, else (several open) the first open
     phase the reader may see."""
     try:
-        return storage.resolve_phase(session=session, name=name, for_board=True)
+        return storage.resolve_phase(session=session, name=name)
     except Conflict:
         now = utcnow()
         open_now = [p for p in shown if storage.is_open(p, now)]

@@ -90,14 +90,12 @@ def list_phases(*, session: Session) -> list[Phase]:
     )
 
 
-def resolve_phase(
-    *, session: Session, name: str | None, for_board: bool = False, now: dt.datetime | None = None
-) -> Phase:
+def resolve_phase(*, session: Session, name: str | None, now: dt.datetime | None = None) -> Phase:
     """The phase ``name``, or with None the only open one; NotFound naming a phase that does not exist, Conflict
     listing the open phases when none or several are open (the caller must then name one).
 
-    ``for_board``: a board is asked for, and with no phase open the only phase there is will do (a challenge's one
-    phase keeps its board after it closes).
+    With no phase open, the only phase there is will do: a challenge's one phase keeps its board after it closes, and
+    an upload to it is refused with its own reason (its closing time, its publication).
     """
     if name is not None:
         return get_phase(session=session, name=name)
@@ -106,7 +104,9 @@ def resolve_phase(
     open_now = [p for p in phases if is_open(p, now)]
     if len(open_now) == 1:
         return open_now[0]
-    if for_board and not open_now and len(phases) == 1:
+    if not open_now and len(phases) == 1:
+        # A challenge's one phase: its board stays after it closes, and an upload is told why it is closed (its
+        # closing time, its publication) rather than that nothing is open.
         return phases[0]
     if not phases:
         raise Conflict(
