@@ -1063,6 +1063,10 @@ def test_every_command_has_help_with_examples(capsys: pytest.CaptureFixture[str]
         ["admin", "publish"],
         ["admin", "audit-log"],
         ["admin", "evaluation"],
+        ["evalset", "register"],
+        ["admin", "challenge"],
+        ["admin", "challenge", "apply"],
+        ["admin", "challenge", "export"],
     ]
     for command in commands:
         with pytest.raises(SystemExit) as exc:
