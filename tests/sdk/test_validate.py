@@ -188,11 +188,16 @@ def test_cli_validate_syntax_error(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_cli_validate_static_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write(tmp_path, "import pandas\n" + GREEDY)
+    path = write(tmp_path, "try:\n    import pandas\nexcept ImportError:\n    pass\n" + GREEDY)
     assert main(["validate", str(path), "--static"]) == 0
     out = capsys.readouterr().out
-    assert "  warn  policy.py:1: imports 'pandas', which the sandbox image does not have" in out
+    assert "  warn  policy.py:2: imports 'pandas' inside try/except ImportError: the sandbox does not have it" in out
     assert out.endswith(f"{path}: ready to submit, 1 warning\n")
+    path.write_text("import pandas\n" + GREEDY)  # unguarded: the server would fail it as import_error
+    assert main(["validate", str(path), "--static"]) == 1
+    out = capsys.readouterr().out
+    assert "  FAIL  policy.py:1: imports 'pandas', which the sandbox does not have: the server would fail" in out
+    assert out.endswith(f"{path}: 1 problem to fix before submitting\n")
 
 
 # ---------------------------------------------------------------------------------- the server's deadline and budgets

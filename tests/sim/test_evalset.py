@@ -662,3 +662,15 @@ def test_every_episode_must_be_playable(tmp_path: Path) -> None:
     )
     cloud = with_scenario(small_nodes + "\ncloud = true", episodes="[{ seed = 0 }]")
     assert load_evalset(write(tmp_path, cloud, "cloud.toml")).scenarios[0].scenario.cloud is not None
+
+
+@pytest.mark.parametrize(
+    ("template", "track", "episodes"),
+    [("jobs-challenge-example.toml", "jobs-v1", 90), ("workflows-challenge-example.toml", "workflows-v1", 60)],
+    ids=["jobs-v1", "workflows-v1"],
+)
+def test_the_other_tracks_templates_make_hidden_sets(tmp_path: Path, template: str, track: str, episodes: int) -> None:
+    """The README's sequence makes a hidden set for each track from hidden_seeds' templates (issue 29)."""
+    es = new_evalset(REPO / "hidden_seeds" / template, tmp_path / "private" / "spring.toml")
+    assert (es.track, es.hidden, sum(len(sc.episodes) for sc in es.scenarios)) == (track, True, episodes)
+    assert load_evalset(tmp_path / "private" / "spring.toml").commitment == es.commitment
