@@ -4,9 +4,10 @@ the template.
 
 A kit's script (``sim/tracks/<track>/starter/train*.py``, copied out by ``layersched init``) imports this module from
 the installed package and keeps what is its own: its ``Args``, its network, how it plays an episode and what a
-decision records. The only module of ``layersched.sim`` that needs torch (``pip install "layersched[torch]"``, which
-the sandbox image has too, so a kit that travels in a bundle passes ``layersched validate``'s import check); nothing
-of layersched imports it, and it knows no track.
+decision records. The only module of ``layersched.sim`` that needs torch (the ``torch`` extra, which the sandbox image
+has too, so a kit that travels in a bundle passes ``layersched validate``'s import check); nothing of layersched
+imports it, and it knows no track. Each script checks what it trains with (torch, and gymnasium where it trains on a
+track's Gymnasium env) before it imports this: ``layersched.sim.training_imports``.
 """
 
 # mypy: disable-error-code="no-untyped-call"

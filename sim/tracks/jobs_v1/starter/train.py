@@ -20,11 +20,13 @@ mean slowdown to SJF's, then the geometric mean. The run keeps its best checkpoi
 leaves it worse than the clone. Writes ``train_seed{S}.csv`` (one row per iteration), ``jobs_seed{S}.pt`` (this
 run's best checkpoint, whatever its score) and, only if it beats SJF on validation and the ``weights.pt`` an
 earlier run left, ``weights.pt``: the file policy.py loads (its ``WEIGHTS_FILE``). Needs torch and gymnasium
-(``pip install "layersched[torch]" gymnasium``); the sandbox needs neither gymnasium nor this file.
+(``pip install "layersched[torch,gym]"``); the sandbox needs neither gymnasium nor this file.
 """
 
 # mypy: disable-error-code="no-untyped-call"
 # (torch's autograd methods, backward() and sample(), have no type annotations)
+# ruff: noqa: E402
+# (the imports after require() below wait for its check)
 
 from __future__ import annotations
 
@@ -37,10 +39,12 @@ from typing import Any
 
 import numpy as np
 
-try:
-    import torch
-except ImportError:  # the CLI and the simulator do not need torch; training does
-    raise SystemExit("this script needs torch (CPU is enough): pip install 'layersched[torch]'") from None
+from layersched.sim.training_imports import require
+
+# Before anything slow: a missing package is one line naming the extras now, not a traceback minutes into the run.
+require("torch", "gymnasium")
+
+import torch
 from policy import WEIGHTS, best_allowed, load_network, make_network, sjf
 
 from layersched.sim.episodes import SeededRandom

@@ -21,6 +21,8 @@ the file policy.py loads as shipped (its ``WEIGHTS_FILE``).
 
 # mypy: disable-error-code="no-untyped-call"
 # (torch's autograd methods, backward() and sample(), have no type annotations)
+# ruff: noqa: E402
+# (the imports after require() below wait for its check)
 
 from __future__ import annotations
 
@@ -33,10 +35,12 @@ from typing import Any
 
 import numpy as np
 
-try:
-    import torch
-except ImportError:  # the CLI and the simulator do not need torch; training does
-    raise SystemExit("this script needs torch (CPU is enough): pip install 'layersched[torch]'") from None
+from layersched.sim.training_imports import require
+
+# Before anything slow: a missing package is one line naming the extras now, not a traceback minutes into the run.
+require("torch")
+
+import torch
 from policy import make_scorer
 from train_reinforce import compare_with_baselines, keep_best, make_env, publish_best, reinforce, run_policy
 

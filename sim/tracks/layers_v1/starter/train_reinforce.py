@@ -23,6 +23,8 @@ Writes ``train_seed{S}.csv`` (episode, mean completion time of that training epi
 
 # mypy: disable-error-code="no-untyped-call"
 # (torch's autograd methods, backward() and sample(), have no type annotations)
+# ruff: noqa: E402
+# (the imports after require() below wait for its check)
 
 from __future__ import annotations
 
@@ -35,10 +37,12 @@ from typing import Any
 
 import numpy as np
 
-try:
-    import torch
-except ImportError:  # the CLI and the simulator do not need torch; training does
-    raise SystemExit("this script needs torch (CPU is enough): pip install 'layersched[torch]'") from None
+from layersched.sim.training_imports import require
+
+# Before anything slow: a missing package is one line naming the extras now, not a traceback minutes into the run.
+require("torch")
+
+import torch
 from policy import WEIGHTS as POLICY_WEIGHTS
 from policy import make_scorer
 
