@@ -10,7 +10,9 @@ the actions from DeepRM's image state (``env.observe()``) and the best allowed o
 Weights trained for another image shape (another cluster size) are not used: SJF plays then.
 
 The sandbox has the standard library, numpy, torch (CPU, one thread), ``layersched.sim`` and your own files, and
-no network; read files relative to ``__file__``, as below.
+no network; read files relative to ``__file__``, as below. It imports this module afresh for every episode, in a
+process of its own: what runs at import (``LOADED``, the weights' load) runs once per episode, not once per
+evaluation, and nothing (module-level state, files, threads) carries over from one episode to the next.
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ def best_allowed(network: Any, image: Any, mask: list[bool]) -> int | None:
     return None if action == len(mask) - 1 else action
 
 
-LOADED = load_network()  # once, at import (the sandbox imports this module once per evaluation)
+LOADED = load_network()  # at import: once per episode, since every episode imports this module afresh
 
 
 def policy(env: Any, rng: random.Random) -> int | None:

@@ -16,7 +16,9 @@ Return the index of a node with ``env.mask(task)[n]`` true; anything else ends t
 
 On the server each decision has a deadline (check yours with ``layersched validate``), the sandbox has the standard
 library, numpy, torch (CPU, one thread), ``layersched.sim`` and your own files, and no network. Read your files
-relative to ``__file__``, as below.
+relative to ``__file__``, as below. The sandbox imports this module afresh for every episode, in a process of its
+own: what runs at import (the weights' load below) runs once per episode, not once per evaluation, and nothing
+(module-level state, files, threads) carries over from one episode to the next.
 
 This template works as it is: without weights it is Greedy (smallest estimated completion time); with the file
 named by ``WEIGHTS_FILE`` next to it, a small network scores every node and the best feasible node wins. Each
@@ -64,7 +66,7 @@ def make_scorer(n_features: int = N_FEATURES, hidden: int = HIDDEN) -> Any:
 
 
 def _load_scorer() -> Any:
-    """Load the trained weights once, at import (the sandbox imports this module once per evaluation)."""
+    """Load the trained weights at import: once per episode, since every episode imports this module afresh."""
     if not WEIGHTS.exists():
         return None
     import torch

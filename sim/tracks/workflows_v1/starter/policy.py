@@ -11,7 +11,9 @@ torch) reads the task graph of every arrived workflow, scores each allowed (cand
 best allowed one is played (the lowest on a tie). Weights saved for other features are not used: EFT plays then.
 
 The sandbox has the standard library, numpy, torch (CPU, one thread), ``layersched.sim`` and your own files, and
-no network; read files relative to ``__file__``, as below.
+no network; read files relative to ``__file__``, as below. It imports this module afresh for every episode, in a
+process of its own: what runs at import (``LOADED``, the weights' load) runs once per episode, not once per
+evaluation, and nothing (module-level state, files, threads) carries over from one episode to the next.
 """
 
 from __future__ import annotations
@@ -358,7 +360,7 @@ def load_network(path: Path = WEIGHTS) -> Any | None:
     return network
 
 
-LOADED = load_network()  # once, at import (the sandbox imports this module once per evaluation)
+LOADED = load_network()  # at import: once per episode, since every episode imports this module afresh
 
 
 def policy(view: WorkflowView, candidates: list[TaskView], rng: random.Random) -> int:
