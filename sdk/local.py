@@ -160,7 +160,10 @@ def cmd_init(args: argparse.Namespace) -> int:
     (target / KIT_FILE).write_text(kit_text(track), encoding="utf-8")
     names = ", ".join([*(f.name for f in files), KIT_FILE])
     print(f"created the starter kit of {track.id} ({track.title}) in {target}/: {names}")
-    print(f"{KIT_FILE} records the track: validate scores on its public sample, submit sends to its open phase")
+    print(
+        f"{KIT_FILE} records the track: validate scores on its public sample, submit sends to its open phase "
+        "(with several open, name one: --phase NAME)"
+    )
     print("next:")
     print(f"  cd {target}")
     validate = "layersched validate ."

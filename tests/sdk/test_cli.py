@@ -895,7 +895,8 @@ def test_init_of_a_track_with_its_own_sample_says_to_validate_on_it(
     code, out, err = run(capsys, "init", str(kit), "--track", "jobs-v1")
     assert code == 0, err
     assert out.splitlines()[1] == (
-        "layersched-kit.toml records the track: validate scores on its public sample, submit sends to its open phase"
+        "layersched-kit.toml records the track: validate scores on its public sample, submit sends to its open phase "
+        "(with several open, name one: --phase NAME)"
     )
     assert out.splitlines()[4].split("#")[0].rstrip() == "  layersched validate ."
     assert 'track = "jobs-v1"\n' in (kit / "layersched-kit.toml").read_text()

@@ -49,6 +49,12 @@ def test_a_kit_goes_to_the_open_phase_of_its_track_and_reads_as_ratios_to_its_re
     assert error_line(err) == (
         "error: 2 phases of track jobs-v1 are open (dev-jobs, final-jobs): name one, e.g. --phase dev-jobs"
     )
+    # The kit's README (and so init's next steps) says what works with one open phase and with several, and quotes
+    # this very refusal.
+    readme = (jobs_kit / "README.md").read_text()
+    steps = [line.split("#")[0].rstrip() for line in readme.splitlines() if line.startswith("layersched submit")]
+    assert steps == ["layersched submit . --name first-try", "layersched submit . --name first-try --phase NAME"]
+    assert error_line(err).removeprefix("error: ") in " ".join(readme.replace("`", " ` ").split())
 
     login(capsys, jobs_phases, "olga")
     assert run(capsys, "admin", "phase", "close", "dev-jobs")[0] == 0

@@ -18,6 +18,8 @@ import pytest
 from layersched.sdk.cli import main
 from layersched.sim.training_imports import INSTALL, missing_modules, require
 
+REPO = Path(__file__).resolve().parents[2]
+
 # A sitecustomize that makes the modules named by BLOCK_IMPORTS (comma-separated) fail to import as an uninstalled
 # one does: the script's Python is the test's own, which has torch and gymnasium.
 SHIM = """
@@ -134,3 +136,14 @@ def test_a_broken_install_is_named_by_the_first_line_of_its_error(monkeypatch: p
 def test_require_returns_quietly_when_everything_imports() -> None:
     require("json", "numpy")
     assert missing_modules(("json", "numpy")) == []
+
+
+def test_every_kit_readme_and_the_main_readme_install_the_same_extras() -> None:
+    """The extras the check names are those every kit's README and the main README tell students to install."""
+    assert INSTALL == 'pip install "layersched[torch,gym]"'
+    students = (REPO / "README.md").read_text().split("## For students")[1].split("\n## ")[0]
+    kits = {path.parent.parent.name: path.read_text() for path in (REPO / "sim" / "tracks").glob("*/starter/README.md")}
+    assert sorted(kits) == ["jobs_v1", "layers_v1", "workflows_v1"]
+    for name, text in {"README.md": students, **kits}.items():
+        installs = [line.split("#")[0].rstrip() for line in text.splitlines() if line.startswith("pip install")]
+        assert installs == [INSTALL], (name, installs)
