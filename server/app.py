@@ -31,6 +31,7 @@ from layersched.server.routes import (
     me,
     pages,
     phases,
+    replays,
     signin,
     submissions,
     teams,
@@ -109,6 +110,7 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
         app.include_router(module.router, prefix=API_PREFIX, responses=ERROR_RESPONSES)
     app.include_router(health.router)
     app.include_router(pages.router)
+    app.include_router(replays.router)
     app.include_router(signin.router)
     app.include_router(api_docs.router)
     api_docs.mount_assets(app)

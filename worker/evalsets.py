@@ -52,12 +52,13 @@ def write_reference_rows(*, session: Session, evalset: EvalSet, records: dict[st
     reference = episode_values(records[get_track(evalset.track).reference_baseline])
     for name, recs in records.items():
         values = episode_values(recs)
+        metrics = {(r.scenario, r.episode): r.metrics for r in recs}
         storage.upsert_baseline_result(
             session=session,
             evalset_commitment=evalset.commitment,
             sim_version=SIM_VERSION,
             baseline=name,
-            score_public=split_score(evalset, values, reference, "public"),
-            score_private=split_score(evalset, values, reference, "private"),
+            score_public=split_score(evalset, values, reference, "public", metrics),
+            score_private=split_score(evalset, values, reference, "private", metrics),
             per_scenario={sc.name: [v for (s, _), v in values.items() if s == sc.name] for sc in evalset.scenarios},
         )

@@ -9,6 +9,7 @@ change state commit before returning, so each is one transaction.
 - ``evaluations``: the queued row, the worker's claim, episode results and the end (idempotent for redeliveries);
 - ``phases``: the challenge's phases (set, times, quota, board visibility) and which one an upload is for;
 - ``leaderboard``: each phase's frozen/published state and its boards' queries;
+- ``replays``: what is kept of episodes whose workload is public, for their schedules to be drawn;
 - ``teams``: creating, inviting to, joining and leaving teams; ``members``: who competes with whom now, and the
   row locks that order a competitor's changes; ``quota``: what a competitor used of a phase's quota.
 
@@ -74,6 +75,13 @@ from layersched.server.storage.phases import (
     resolve_phase,
 )
 from layersched.server.storage.quota import count_in_flight, count_submissions_today, phase_quota
+from layersched.server.storage.replays import (
+    ReplayInput,
+    StoredReplay,
+    episode_replay,
+    public_references,
+    stored_bytes,
+)
 from layersched.server.storage.reruns import create_audit, create_rerun
 from layersched.server.storage.submissions import (
     cancel_submission,
@@ -113,7 +121,9 @@ __all__ = [
     "Limits",
     "NotFound",
     "PhaseChanges",
+    "ReplayInput",
     "ScoredEntry",
+    "StoredReplay",
     "assign_member",
     "authenticate",
     "board_visible",
@@ -135,6 +145,7 @@ __all__ = [
     "disqualify_submission",
     "edit_phase",
     "end_page_sessions",
+    "episode_replay",
     "evaluation_scores",
     "expire_stuck_evaluations",
     "find_leaderboard_state",
@@ -171,6 +182,7 @@ __all__ = [
     "open_phase",
     "phase_quota",
     "primary_evaluation",
+    "public_references",
     "publish_private",
     "record_episode_result",
     "record_sandbox",
@@ -186,6 +198,7 @@ __all__ = [
     "select_submission",
     "set_leaderboard_frozen",
     "start_evaluation",
+    "stored_bytes",
     "team_members",
     "team_of",
     "unselect_submission",

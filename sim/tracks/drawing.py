@@ -248,8 +248,9 @@ def _step_path(
     return "".join(out)
 
 
-def step_lines(title: str, lines: Sequence[Line], axis: TimeAxis, y_label: str, y_max: float | None = None,
-               height: float = 150) -> str:  # fmt: skip
+def step_lines(
+    title: str, lines: Sequence[Line], axis: TimeAxis, y_label: str, y_max: float | None = None, height: float = 150
+) -> str:
     """Step lines over the time axis (one per series; hover: the series' name)."""
     top, plot_h = 40.0, height
     y_top = y_max if y_max is not None else max([1.0, *(p[1] for line in lines for p in line.points)])
@@ -261,9 +262,11 @@ def step_lines(title: str, lines: Sequence[Line], axis: TimeAxis, y_label: str, 
     parts = _open(width, total, title, axis)
     _legend(parts, [(f"sw{line.style}", line.name) for line in lines], 32)
     for tick in nice_ticks(0.0, y_top, 5):
-        parts.append(f'<line class="grid" x1="{LABEL_PX}" y1="{fmt(to_y(tick))}" x2="{LABEL_PX + PLOT_PX}" '
-                     f'y2="{fmt(to_y(tick))}"/><text x="{LABEL_PX - 6}" y="{fmt(to_y(tick) + 4)}" '
-                     f'text-anchor="end">{tick:g}</text>')  # fmt: skip
+        parts.append(
+            f'<line class="grid" x1="{LABEL_PX}" y1="{fmt(to_y(tick))}" x2="{LABEL_PX + PLOT_PX}" '
+            f'y2="{fmt(to_y(tick))}"/><text x="{LABEL_PX - 6}" y="{fmt(to_y(tick) + 4)}" '
+            f'text-anchor="end">{tick:g}</text>'
+        )
     parts.append(f'<text x="4" y="{fmt(top + 10)}">{escape(y_label)}</text>')
     _time_axis(parts, axis, top, top + plot_h)
     for line in lines:
@@ -294,9 +297,11 @@ def cdf(title: str, samples: Sequence[tuple[str, Sequence[float]]], x_label: str
     parts = _open(width, total, title)
     _legend(parts, [(f"sw{i}", name) for i, (name, _) in enumerate(samples)], 32)
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        parts.append(f'<line class="grid" x1="{LABEL_PX}" y1="{fmt(to_y(tick))}" x2="{LABEL_PX + PLOT_PX}" '
-                     f'y2="{fmt(to_y(tick))}"/><text x="{LABEL_PX - 6}" y="{fmt(to_y(tick) + 4)}" '
-                     f'text-anchor="end">{tick:g}</text>')  # fmt: skip
+        parts.append(
+            f'<line class="grid" x1="{LABEL_PX}" y1="{fmt(to_y(tick))}" x2="{LABEL_PX + PLOT_PX}" '
+            f'y2="{fmt(to_y(tick))}"/><text x="{LABEL_PX - 6}" y="{fmt(to_y(tick) + 4)}" '
+            f'text-anchor="end">{tick:g}</text>'
+        )
     for tick in nice_ticks(low, high):
         parts.append(f'<text x="{fmt(axis.x(tick))}" y="{fmt(top + plot_h + 13)}" text-anchor="middle">{tick:g}</text>')
     parts.append(
@@ -326,8 +331,14 @@ class _ValueAxis:
         return LABEL_PX + (v - self.low) / (self.high - self.low) * PLOT_PX
 
 
-def paired_dots(title: str, labels: Sequence[str], series: Sequence[tuple[str, Sequence[float]]], y_label: str,
-                tips: Sequence[str] = (), height: float = 170) -> str:  # fmt: skip
+def paired_dots(
+    title: str,
+    labels: Sequence[str],
+    series: Sequence[tuple[str, Sequence[float]]],
+    y_label: str,
+    tips: Sequence[str] = (),
+    height: float = 170,
+) -> str:
     """One column per label, a dot per series in it (the policy's beside the reference's), on one value axis; hover:
     ``tips[i]`` (else the label and the values)."""
     values = [v for _, vs in series for v in vs]
@@ -342,9 +353,11 @@ def paired_dots(title: str, labels: Sequence[str], series: Sequence[tuple[str, S
     parts = _open(width, total, title)
     _legend(parts, [(f"sw{i}", name) for i, (name, _) in enumerate(series)], 32)
     for tick in nice_ticks(0.0, y_top, 5):
-        parts.append(f'<line class="grid" x1="{LABEL_PX}" y1="{fmt(to_y(tick))}" x2="{LABEL_PX + PLOT_PX}" '
-                     f'y2="{fmt(to_y(tick))}"/><text x="{LABEL_PX - 6}" y="{fmt(to_y(tick) + 4)}" '
-                     f'text-anchor="end">{tick:g}</text>')  # fmt: skip
+        parts.append(
+            f'<line class="grid" x1="{LABEL_PX}" y1="{fmt(to_y(tick))}" x2="{LABEL_PX + PLOT_PX}" '
+            f'y2="{fmt(to_y(tick))}"/><text x="{LABEL_PX - 6}" y="{fmt(to_y(tick) + 4)}" '
+            f'text-anchor="end">{tick:g}</text>'
+        )
     parts.append(f'<text x="4" y="{fmt(top + 10)}">{escape(y_label)}</text>')
     every = max(1, math.ceil(len(labels) / 40))  # at most about 40 labels under the axis
     for i, label in enumerate(labels):
@@ -366,9 +379,11 @@ def paired_dots(title: str, labels: Sequence[str], series: Sequence[tuple[str, S
 
 
 def lane_areas(
-    title: str, panels: Sequence[tuple[str, Sequence[tuple[str, Sequence[tuple[float, float]]]]]], axis: TimeAxis,
+    title: str,
+    panels: Sequence[tuple[str, Sequence[tuple[str, Sequence[tuple[float, float]]]]]],
+    axis: TimeAxis,
     lane_px: int = 24,
-) -> str:  # fmt: skip
+) -> str:
     """Small multiples on one time axis: per panel, per lane, a filled step area of a share in [0, 1] (a VM's
     cores busy); hover: the lane's name and its time-averaged share."""
     top = 22.0
@@ -409,3 +424,56 @@ def _time_mean(points: Sequence[tuple[float, float]], end: float) -> float:
     for (t, v), (t_next, _) in zip(points, [*points[1:], (end, 0.0)], strict=True):
         total += v * (min(t_next, end) - min(t, end))
     return total / end
+
+
+def ratio_colour(ratio: float | None) -> str:
+    """Green below 1 (better than the reference baseline), red above, white at 1; saturating at +-30%."""
+    if ratio is None or not math.isfinite(ratio):
+        return "#eeeeee"
+    strength = min(abs(math.log(max(ratio, 1e-9))) / math.log(1.3), 1.0)
+    fade = round(255 - 130 * strength)
+    return f"rgb({fade},255,{fade})" if ratio < 1 else f"rgb(255,{fade},{fade})"
+
+
+_RATIO_TICKS = (0.1, 0.25, 0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 4.0, 10.0)
+
+
+def ratio_strip(ratios: Sequence[tuple[str, float]], reference: str) -> str:
+    """The distribution of paired ratios on a log axis: a dot per episode (stacked where they meet), green left of
+    1 (won against ``reference``), red right of it; hover: the episode and its ratio."""
+    values = [r for _, r in ratios if r > 0 and math.isfinite(r)]
+    low = min([*values, 0.9]) / 1.05
+    high = max([*values, 1.1]) * 1.05
+    span = math.log(high) - math.log(low)
+
+    def x(v: float) -> float:
+        return LABEL_PX + (math.log(v) - math.log(low)) / span * PLOT_PX
+
+    stacks: dict[int, int] = {}
+    dots = []
+    for name, r in sorted(ratios, key=lambda e: e[1]):
+        if not (r > 0 and math.isfinite(r)):
+            continue
+        column = round(x(r) / 7)
+        level = stacks.get(column, 0)
+        stacks[column] = level + 1
+        css = "d0" if r < 1 else "d1" if r > 1 else "sw2"
+        dots.append((x(r), level, css, f"{name}: {r:.3f}"))
+    top_level = max((level for _, level, _, _ in dots), default=0)
+    base = 40 + 7 * (top_level + 1)
+    title = f"Paired ratios per episode (yours / {reference}; left of 1: won)"
+    parts = _open(LABEL_PX + PLOT_PX + RIGHT_PX, base + AXIS_PX, title)
+    for tick in _RATIO_TICKS:
+        if low <= tick <= high:
+            parts.append(
+                f'<line class="grid" x1="{fmt(x(tick))}" y1="24" x2="{fmt(x(tick))}" y2="{fmt(base)}"/>'
+                f'<text x="{fmt(x(tick))}" y="{fmt(base + 13)}" text-anchor="middle">{tick:g}</text>'
+            )
+    parts.append(f'<line class="l1" x1="{fmt(x(1.0))}" y1="22" x2="{fmt(x(1.0))}" y2="{fmt(base)}"/>')
+    for cx, level, css, tip in dots:
+        parts.append(
+            f'<circle class="{css}" cx="{fmt(cx)}" cy="{fmt(base - 4 - 7 * level)}" r="3.2">'
+            f"<title>{escape(tip)}</title></circle>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)

@@ -201,11 +201,13 @@ class JobsViews:
             lines.append(f"resource {r + 1:<3} |{shade(used)}|")
         waiting = record.waiting()
         queue = buckets(
-            [(t, (waiting[k + 1][0] if k + 1 < len(waiting) else record.end), (a + b) / (s.num_nw + s.backlog_size))
-             for k, (t, a, b) in enumerate(waiting)],
+            [
+                (t, (waiting[k + 1][0] if k + 1 < len(waiting) else record.end), (a + b) / (s.num_nw + s.backlog_size))
+                for k, (t, a, b) in enumerate(waiting)
+            ],
             record.end,
             columns,
-        )  # fmt: skip
+        )
         lines.append(f"{'waiting':<12} |{shade(queue)}|")
         lines.extend(f"{label}: {value}" for label, value in self.summary(record))
         return "\n".join(lines) + "\n"
