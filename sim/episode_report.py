@@ -131,9 +131,11 @@ def report_html(report: EpisodeReport) -> str:
         label = f"{escape(m.label)}{f' ({escape(m.unit)})' if m.unit else ''}"
         label = f"<strong>{label}</strong> (scored)" if m.primary else label
         ratio = m.ratio
+        # Only the scored metric is coloured: it is the one known to be better lower (a utilisation is not).
+        colour = f' style="background: {ratio_colour(ratio)}"' if m.primary else ""
         out.append(
             f'<tr data-metric="{escape(m.name)}"><td>{label}</td><td class="num">{_number(m.policy)}</td>'
-            f'<td class="num">{_number(m.reference)}</td><td class="num" style="background: {ratio_colour(ratio)}">'
+            f'<td class="num">{_number(m.reference)}</td><td class="num"{colour}>'
             f"{'–' if ratio is None else f'{ratio:.3f}'}</td></tr>"
         )
     out.append("</tbody></table>")
@@ -179,6 +181,8 @@ class EpisodeRow:
 
 @dataclass(frozen=True)
 class Column:
+    """A metric as a column: headed by its name (short), its label and unit on hover."""
+
     name: str
     label: str
     unit: str = ""
@@ -234,15 +238,18 @@ def episodes_html(
     if ratios:
         out.append(f'<figure id="ratios">{ratio_strip(ratios, reference)}</figure>')
 
-    def header(name: str, label: str) -> str:
+    def header(name: str, label: str, title: str = "") -> str:
+        hover = f' title="{escape(title)}"' if title else ""
         if sort_href is None:
-            return f"<th>{label}</th>"
+            return f"<th{hover}>{escape(label)}</th>"
         mark = " ▲" if sorted_by == name else " ▼" if sorted_by == f"-{name}" else ""
-        return f'<th><a href="{escape(sort_href(name))}">{label}</a>{mark}</th>'
+        return f'<th{hover}><a href="{escape(sort_href(name))}">{escape(label)}</a>{mark}</th>'
 
     heads = [header("scenario", "Scenario"), header("episode", "Episode"), "<th>Split</th>", "<th>Status</th>"]
-    heads.append(header("ratio", f"Ratio to {escape(reference)}"))
-    heads.extend(header(c.name, escape(c.label) + (f" ({escape(c.unit)})" if c.unit else "")) for c in columns)
+    heads.append(header("ratio", f"Ratio to {reference}", f"{primary} / {reference}'s on the same episode"))
+    heads.extend(
+        header(c.name, c.name.replace("_", " "), c.label + (f" ({c.unit})" if c.unit else "")) for c in columns
+    )
     heads.append("<th>Schedule</th>")
     out.append(f'<table id="episode-table"><thead><tr>{"".join(heads)}</tr></thead><tbody>')
     for row in rows:

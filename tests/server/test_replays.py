@@ -269,7 +269,7 @@ def test_the_board_shows_each_metric_sortable(client: Any, db: Session, world: d
     board = client.get("/").text
     track = get_track("jobs-v1")
     for spec in track.metric_specs:
-        assert f">{spec.label}</a>" in board
+        assert f'title="{spec.label}' in board and f">{spec.name.replace('_', ' ')}</a>" in board
     header = board[board.index('<table id="leaderboard">') : board.index("</thead>", board.index('id="leaderboard"'))]
     assert "sort=-jobs_dropped" in header
     rows = client.get("/?sort=-mean_slowdown").text
