@@ -4,6 +4,7 @@ image holds every built-in track) and ranked on the leaderboard against the trac
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import httpx
 import pytest
 
 from layersched.server import admin
-from layersched.sim.evalset import evalset_file
+from layersched.sim.evalset import evalset_file, load_evalset
 from tests.pipeline.stack import Stack, running_stack
 
 pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
@@ -60,3 +61,12 @@ def test_a_built_in_track_runs_from_the_cli_to_the_leaderboard(
     assert rows["ada"]["score"] == pytest.approx(rows[baseline]["score"], abs=1e-12)
     submission = httpx.get(f"{stack.api_url}/api/v1/submissions/1", headers={"Authorization": f"Bearer {token}"})
     assert submission.json()["evaluations"][0]["sandbox"] == "docker"
+    # The sample's episodes are seeded: the worker kept their actions, and each replays on the server beside the
+    # reference's (the page is drawn only if the replay reproduces the recorded trace: issue 33).
+    headers = {"Authorization": f"Bearer {token}"}
+    page = httpx.get(f"{stack.api_url}/submissions/1", headers=headers, timeout=10).text
+    links = re.findall(r'href="(/submissions/1/episodes/[^"]+)"', page)
+    assert len(links) == sum(len(sc.episodes) for sc in load_evalset(evalset_file(_set)).scenarios), page
+    replay = httpx.get(f"{stack.api_url}{links[0]}", headers=headers, timeout=30)
+    assert replay.status_code == 200 and replay.text.count('<g class="panel" data-panel="my-') >= 1, replay.text[-2000:]
+    assert f'data-panel="{reference}"' in replay.text
