@@ -11,6 +11,7 @@ from its geometry; each lane is a ``<g class="lane" data-lane="NAME">`` of the i
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
@@ -477,3 +478,22 @@ def ratio_strip(ratios: Sequence[tuple[str, float]], reference: str) -> str:
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+_SIZE = re.compile(r'^<svg [^>]*?width="([0-9.]+)" height="([0-9.]+)"')
+
+
+def stacked(svgs: Sequence[str], gap: float = 16.0) -> str:
+    """Several of these charts as one SVG file, one below the other (each keeps its own coordinates)."""
+    width, y, inner = 0.0, 0.0, []
+    for svg in svgs:
+        size = _SIZE.match(svg)
+        if size is None:
+            raise ValueError(f"not a chart of this module: {svg[:80]!r}")
+        w, h = float(size.group(1)), float(size.group(2))
+        inner.append(svg.replace("<svg ", f'<svg y="{fmt(y)}" ', 1))
+        width, y = max(width, w), y + h + gap
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{fmt(width)}" height="{fmt(y)}" '
+        f'viewBox="0 0 {fmt(width)} {fmt(y)}">{"".join(inner)}</svg>\n'
+    )
