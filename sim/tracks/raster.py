@@ -40,22 +40,21 @@ SEPARATOR = (255, 255, 255)
 SHADES = " .:-=+*#%@"
 
 
-def rgb_gantt(panel: Panel, end: float, *, width: int = 640, row_px: int = 6, gap_px: int = 2) -> Any:
-    """``panel`` painted into a ``uint8`` array (height, width, 3): time 0..``end`` across, lanes down, each
-    segment in its kind's colour (a ``run`` segment in its item's group colour)."""
+def rgb_gantt(panel: Panel, end: float, *, width: int = 640, lane_px: int = 60, gap_px: int = 2) -> Any:
+    """``panel`` painted into a ``uint8`` array (height, width, 3): time 0..``end`` across, each lane ``lane_px``
+    high (its rows share it: the image has one size all episode long, as a video needs), each segment in its
+    kind's colour (a ``run`` segment in its item's group colour)."""
     import numpy as np
 
-    tops: list[int] = []
-    height = 0
-    for lane in panel.lanes:
-        tops.append(height)
-        height += lane.rows * row_px + gap_px
+    height = len(panel.lanes) * (lane_px + gap_px)
     image = np.empty((max(height, 1), width, 3), dtype=np.uint8)
     image[:] = SEPARATOR
-    for top, lane in zip(tops, panel.lanes, strict=True):
-        image[top : top + lane.rows * row_px] = BACKGROUND
+    tops = [i * (lane_px + gap_px) for i in range(len(panel.lanes))]
+    for top in tops:
+        image[top : top + lane_px] = BACKGROUND
     scale = width / end if end > 0 else 1.0
     for item in panel.items:
+        row_px = lane_px / max(panel.lanes[item.lane].rows, 1)
         y0 = tops[item.lane] + round(item.row * row_px)
         y1 = max(y0 + 1, tops[item.lane] + round((item.row + item.height) * row_px))
         for segment in item.segments:

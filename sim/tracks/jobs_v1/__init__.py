@@ -135,10 +135,10 @@ class JobsTrack(IntegerScenarios):
             max_decisions=5,
         )
 
-    def make_gym_env(self, scenario: JobsScenario | None = None) -> Any:
+    def make_gym_env(self, scenario: JobsScenario | None = None, render_mode: str | None = None) -> Any:
         from layersched.sim.tracks.jobs_v1.gym_env import JobsGymEnv  # gymnasium is optional
 
-        return JobsGymEnv(scenario)
+        return JobsGymEnv(scenario, render_mode=render_mode)
 
 
 TRACK: Track = JobsTrack()  # typed, so mypy checks that the class has all of the interface

@@ -122,10 +122,10 @@ class WorkflowsTrack(WorkflowSchema):
             max_decisions=20,
         )
 
-    def make_gym_env(self, scenario: WorkflowScenario | None = None) -> Any:
+    def make_gym_env(self, scenario: WorkflowScenario | None = None, render_mode: str | None = None) -> Any:
         from layersched.sim.tracks.workflows_v1.gym_env import WorkflowGymEnv  # gymnasium is optional
 
-        return WorkflowGymEnv(scenario)
+        return WorkflowGymEnv(scenario, render_mode=render_mode)
 
 
 class WorkflowRun:
