@@ -264,6 +264,17 @@ class ReplayScenario(Base):
     wire: Mapped[dict[str, Any]] = mapped_column(JSON)
 
 
+class ActionTrace(Base):
+    """Accepted actions by the hash of their trace (``trace_hash``), stored once: the reference baseline's run of a
+    public episode, which a replay page draws beside the policy's (computed by the worker the first time one of its
+    evaluations records that episode, instead of by the page's first reader)."""
+
+    __tablename__ = "action_traces"
+
+    trace_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    actions: Mapped[bytes] = mapped_column(LargeBinary)
+
+
 class EpisodeActions(Base):
     """The accepted actions of an episode whose workload is public (seeded, in a scenario without secret keys), so
     that its schedule can be replayed and drawn; a keyed episode never has a row (``storage.replays``). With them

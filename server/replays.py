@@ -169,7 +169,8 @@ def replay_html(session: Session, episode: EpisodeResult, *, names: tuple[str, s
         scenario = track.scenario_from_wire(stored.scenario_wire)
         reference = stored.reference or {}
         scenario_hash = track.scenario_hash(scenario)
-        against = _references.get_or(
+        # Kept by the worker when it recorded the episode; else (a run older than that) the baseline runs here once.
+        against = stored.reference_actions or _references.get_or(
             (track.id, scenario_hash, stored.seed, episode.episode_id, track.rules_hash),
             lambda: reference_actions(track, scenario, stored.seed, episode.episode_id),
         )

@@ -165,7 +165,9 @@ def _record(
         n_actions=outcome.n_actions,
         stdout=outcome.stdout,
         stderr=outcome.stderr,
-        replay=public.replay_input(job, outcome.actions),
+        replay=public.replay_input(
+            job, outcome.actions, lambda trace: storage.trace_kept(session=session, trace_hash=trace)
+        ),
     )
 
 

@@ -9,10 +9,13 @@ keyed episode keeps none, whatever its split: its schedule would show the hidden
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from layersched.server.storage import ReplayInput
+from layersched.sim.episode import trace_hash
+from layersched.sim.episode_report import reference_actions
 from layersched.sim.evalset import EvalJob, EvalSet, score_baselines
 from layersched.sim.tracks import get_track
 from layersched.sim.tracks.schedules import encode_actions, public_workload
@@ -30,9 +33,12 @@ class PublicEpisodes:
         self._scenarios: dict[str, tuple[str, dict[str, Any]]] = {}  # name -> (hash, wire form)
         self._references: dict[tuple[str, str], dict[str, Any]] | None = None
 
-    def replay_input(self, job: EvalJob, actions: tuple[int, ...]) -> ReplayInput | None:
+    def replay_input(
+        self, job: EvalJob, actions: tuple[int, ...], kept: Callable[[str], bool] = lambda _trace: False
+    ) -> ReplayInput | None:
         """What to keep of ``job``'s episode played with ``actions`` (None: its workload is hidden, or its actions
-        exceed what is kept per episode)."""
+        exceed what is kept per episode). ``kept(trace_hash)``: whether the reference baseline's run of the episode
+        is kept already; if not, it is run here (once for every evaluation of the set), so that no page waits for it."""
         entry = self.evalset.scenario(job.scenario_name)
         if not public_workload(self.track, entry, job.episode) or job.episode.seed is None:
             return None
@@ -47,14 +53,26 @@ class PublicEpisodes:
                 self.track.scenario_to_wire(entry.scenario),
             )
         scenario_hash, wire = self._scenarios[job.scenario_name]
+        reference = self._reference(job)
         return ReplayInput(
             track=self.track.id,
             scenario_hash=scenario_hash,
             scenario_wire=wire,
             seed=job.episode.seed,
             actions=blob,
-            reference=self._reference(job),
+            reference=reference,
+            reference_actions=None if reference is None or kept(reference["trace_hash"]) else self._run(job, reference),
         )
+
+    def _run(self, job: EvalJob, reference: dict[str, Any]) -> bytes | None:
+        """The reference baseline's actions on ``job``'s seeded episode, encoded; None if they are not the run the
+        set's reference rows recorded (then the page runs the baseline itself, and checks the same)."""
+        assert job.episode.seed is not None
+        actions = reference_actions(self.track, job.scenario, job.episode.seed, job.episode.id, reference["baseline"])
+        if trace_hash(actions) != reference["trace_hash"]:
+            log.warning("%s/%s: the reference run is not the recorded one", job.scenario_name, job.episode.id)
+            return None
+        return encode_actions(actions)
 
     def _reference(self, job: EvalJob) -> dict[str, Any] | None:
         if self._references is None:

@@ -1,4 +1,5 @@
-"""the accepted actions of episodes whose workload is public, and the scenarios they replay on (issue 33)
+"""the accepted actions of episodes whose workload is public, the scenarios they replay on, the reference runs
+(issue 33)
 
 Revision ID: 0014
 Revises: 0012
@@ -6,8 +7,9 @@ Create Date: 2026-12-04 10:00:00
 
 Up: ``replay_scenarios`` (a scenario's wire form by content hash, stored once) and ``episode_actions`` (one row per
 episode result whose workload anyone can regenerate: its seed, its actions deflated, the reference baseline's
-record on it), from which the pages replay and draw schedules. Existing episodes have none: their pages say so.
-Down: both tables go.
+record on it), and ``action_traces`` (actions by their trace's hash, stored once: the reference baseline's runs of
+those episodes), from which the pages replay and draw schedules. Existing episodes have none: their pages say so.
+Down: the three tables go.
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ def upgrade() -> None:
         sa.Column("track", sa.String(length=50), nullable=False),
         sa.Column("wire", sa.JSON(), nullable=False),
         sa.PrimaryKeyConstraint("scenario_hash", name=op.f("pk_replay_scenarios")),
+    )
+    op.create_table(
+        "action_traces",
+        sa.Column("trace_hash", sa.String(length=64), nullable=False),
+        sa.Column("actions", sa.LargeBinary(), nullable=False),
+        sa.PrimaryKeyConstraint("trace_hash", name=op.f("pk_action_traces")),
     )
     op.create_table(
         "episode_actions",
@@ -59,4 +67,5 @@ def downgrade() -> None:
     with op.batch_alter_table("episode_actions", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_episode_actions_scenario_hash"))
     op.drop_table("episode_actions")
+    op.drop_table("action_traces")
     op.drop_table("replay_scenarios")

@@ -81,6 +81,7 @@ from layersched.server.storage.replays import (
     episode_replay,
     public_references,
     stored_bytes,
+    trace_kept,
 )
 from layersched.server.storage.reruns import create_audit, create_rerun
 from layersched.server.storage.submissions import (
@@ -201,6 +202,7 @@ __all__ = [
     "stored_bytes",
     "team_members",
     "team_of",
+    "trace_kept",
     "unselect_submission",
     "upsert_baseline_result",
 ]

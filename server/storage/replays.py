@@ -17,7 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from layersched.server.models import EpisodeActions, EpisodeResult, ReplayScenario
+from layersched.server.models import ActionTrace, EpisodeActions, EpisodeResult, ReplayScenario
 from layersched.sim.tracks.schedules import decode_actions
 
 
@@ -33,6 +33,8 @@ class ReplayInput:
     seed: int
     actions: bytes
     reference: dict[str, Any] | None = None
+    # The reference baseline's actions on the episode, encoded (None: kept already, or not known).
+    reference_actions: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class StoredReplay:
     seed: int
     actions: tuple[int, ...]
     reference: dict[str, Any] | None
+    # The reference baseline's actions on the episode (None: not kept; the page runs the baseline).
+    reference_actions: tuple[int, ...] | None = None
 
 
 def _insert(session: Session) -> Any:
@@ -70,6 +74,9 @@ def write_episode_actions(*, session: Session, episode_result_id: int, hidden: b
         "actions": replay.actions,
         "reference": replay.reference,
     }
+    if replay.reference_actions is not None and replay.reference is not None:
+        trace = insert(ActionTrace).values(trace_hash=replay.reference["trace_hash"], actions=replay.reference_actions)
+        session.execute(trace.on_conflict_do_nothing(index_elements=["trace_hash"]))
     statement = insert(EpisodeActions).values(**values)
     statement = statement.on_conflict_do_update(
         index_elements=["episode_result_id"],
@@ -91,9 +98,19 @@ def episode_replay(*, session: Session, episode_result_id: int) -> StoredReplay 
     if row is None or row[2]:  # a hidden row with actions cannot be written here; never read one either
         return None
     actions, scenario = row[0], row[1]
+    reference = actions.reference
+    against = None
+    if reference is not None and "trace_hash" in reference:
+        blob = session.scalar(select(ActionTrace.actions).where(ActionTrace.trace_hash == reference["trace_hash"]))
+        against = None if blob is None else decode_actions(blob)
     return StoredReplay(
-        scenario.track, scenario.wire, int(actions.seed), decode_actions(actions.actions), actions.reference
+        scenario.track, scenario.wire, int(actions.seed), decode_actions(actions.actions), reference, against
     )
+
+
+def trace_kept(*, session: Session, trace_hash: str) -> bool:
+    """Whether the actions of the trace ``trace_hash`` are kept (a reference run, once for every evaluation)."""
+    return session.scalar(select(ActionTrace.trace_hash).where(ActionTrace.trace_hash == trace_hash)) is not None
 
 
 def public_references(*, session: Session, evaluation_id: int) -> dict[int, dict[str, Any] | None]:

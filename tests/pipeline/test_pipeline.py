@@ -68,6 +68,9 @@ def test_greedy_submission_is_scored_exactly_like_the_trusted_simulator(
             stored = storage.episode_replay(session=session, episode_result_id=row.id)
             assert stored is not None and (stored.track, stored.seed) == ("layers-v1", int(key[1].removeprefix("seed")))
             assert trace_hash(stored.actions) == row.trace_hash and len(stored.actions) == row.n_actions == 300
+            assert (
+                stored.reference_actions is not None and trace_hash(stored.reference_actions) == greedy[key].trace_hash
+            )
             assert stored.reference == {
                 "baseline": "Greedy",
                 "metrics": greedy[key].metrics,

@@ -97,7 +97,9 @@ def evaluate(
             primary_value=values[track.primary_metric],
             trace_hash=trace_hash(run.actions),
             n_actions=len(run.actions),
-            replay=public.replay_input(job, tuple(run.actions)),
+            replay=public.replay_input(
+                job, tuple(run.actions), lambda trace: storage.trace_kept(session=session, trace_hash=trace)
+            ),
         )
     episodes = storage.get_evaluation(session=session, evaluation_id=evaluation_id).episodes
     values = {(e.scenario, e.episode_id): e.primary_value for e in episodes if e.primary_value is not None}

@@ -18,13 +18,13 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from layersched.server import storage
-from layersched.server.models import EpisodeActions, EpisodeResult, ReplayScenario
+from layersched.server.models import ActionTrace, EpisodeActions, EpisodeResult, EvalSet, ReplayScenario
 from layersched.server.storage import ReplayInput
 from layersched.server.storage.replays import write_episode_actions
 from layersched.sim.episode import trace_hash
 from layersched.sim.evalset import score_baselines
 from layersched.sim.tracks import get_track
-from layersched.sim.tracks.schedules import encode_actions, replay_episode
+from layersched.sim.tracks.schedules import decode_actions, encode_actions, replay_episode
 from layersched.worker.evalsets import write_reference_rows
 from tests.sim.schedule_svg import at_times, bars
 
@@ -113,6 +113,34 @@ def test_only_seeded_episodes_keep_their_actions_and_with_them_the_reference(
                 "jobs_dropped",
             }
         )
+
+
+def test_the_reference_run_is_kept_once_for_every_evaluation(
+    db: Session, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The worker runs the reference baseline on a public episode the first time an evaluation records it; later
+    evaluations find it kept (the replay pages read it, they never wait for a baseline's run)."""
+    traces = {t.trace_hash: t.actions for t in db.scalars(select(ActionTrace))}
+    references = storage.public_references(session=db, evaluation_id=world["evaluation_id"])
+    assert sorted(traces) == sorted(r["trace_hash"] for r in references.values() if r is not None) and len(traces) == 2
+    for kept, blob in traces.items():
+        assert trace_hash(decode_actions(blob)) == kept
+
+    def not_again(*_args: Any) -> None:
+        raise AssertionError("the reference baseline ran again")
+
+    monkeypatch.setattr("layersched.worker.replays.reference_actions", not_again)
+    row = db.scalar(select(EvalSet).where(EvalSet.name == "jobs-mixed"))
+    made, evaluation_id = public_runs.submission(db, world["bob"].user, row, "bob's random")
+    public_runs.evaluate(
+        db,
+        evaluation_id,
+        world["evalset"],
+        get_track("jobs-v1").baseline("Random"),
+        bundle_sha256=made.bundle_sha256,
+        cache_dir=tmp_path / "baselines",
+    )
+    assert db.scalar(select(func.count()).select_from(ActionTrace)) == 2
 
 
 def test_a_hidden_episode_never_keeps_actions_whatever_the_worker_passes(db: Session, world: dict[str, Any]) -> None:
