@@ -39,6 +39,12 @@ def add_replay_parser(sub: Any, add: AddCommand) -> None:
     p.add_argument("--episode", metavar="SCENARIO/EPISODE", help="which episode (default: the set's first)")
     p.add_argument("--against", type=Path, metavar="OTHER_POLICY", help="draw beside this policy, not the reference")
     p.add_argument("-o", "--output", type=Path, metavar="FILE", help="an .html or .svg file (default: replay-*.html)")
+    p.add_argument(
+        "--keyed",
+        action="store_true",
+        help="organisers, on a host that holds the set's keys (a worker's): also draw a keyed episode; nothing of it "
+        "leaves this machine",
+    )
 
 
 def _episode(evalset: Any, wanted: str | None) -> Any:
@@ -94,8 +100,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     evalset = load_evalset(evalset_at)
     track = get_track(evalset.track)
     job = _episode(evalset, args.episode)
-    if job.episode.seed is None:
-        raise ConfigError(f"episode {job.scenario_name}/{job.episode.id} is keyed: only seeded episodes are drawn")
+    if job.episode.seed is None and not args.keyed:
+        raise ConfigError(
+            f"episode {job.scenario_name}/{job.episode.id} is keyed: only seeded episodes are drawn (organisers, on a "
+            "host that holds the keys: --keyed)"
+        )
     output: Path = args.output or Path(f"replay-{job.scenario_name}-{job.episode.id}.html")
     if output.suffix not in (".html", ".svg"):
         raise ConfigError(f"--output must end in .html or .svg, got {str(output)!r}")
@@ -116,7 +125,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             job.scenario,
             scenario_name=job.scenario_name,
             episode_id=job.episode.id,
-            seed=job.episode.seed,
+            seed=job.episode.seed if job.episode.seed is not None else job.episode,
             actions=actions,
             trace_hash=hashed,
             names=names,
@@ -128,10 +137,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if output.suffix == ".svg":
         output.write_text(stacked([f.svg for f in report.figures]), encoding="utf-8")
     else:
-        heading = (
-            f"<h1>{escape(where)}</h1><p>{escape(track.id)}, seed {job.episode.seed}: {escape(names[0])} beside "
-            f"{escape(names[1])}.</p>"
-        )
+        source = f"seed {job.episode.seed}" if job.episode.seed is not None else "a keyed episode: keep it private"
+        sides = f"{escape(names[0])} beside {escape(names[1])}"
+        heading = f"<h1>{escape(where)}</h1><p>{escape(track.id)}, {source}: {sides}.</p>"
         output.write_text(page(f"{names[0]}: {where}", heading + report_html(report)), encoding="utf-8")
     primary = next(m for m in report.metrics if m.primary)
     ratio = f"{primary.ratio:.3f}" if primary.ratio is not None else "-"

@@ -18,21 +18,22 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from layersched.sim.episodes import SeededRandom, policy_seed
+from layersched.sim.episodes import EpisodeSpec, policy_seed
 from layersched.sim.evalset.runs import baseline_bundle_id
 from layersched.sim.tracks.drawing import ratio_colour, ratio_strip
 from layersched.sim.tracks.interface import Track
-from layersched.sim.tracks.schedules import Figure, ReplayError, replay_episode, schedule_views
+from layersched.sim.tracks.schedules import Figure, ReplayError, replay_episode, schedule_views, workload_of
 
 
 def reference_actions(
-    track: Track, scenario: Any, seed: int, episode_id: str, baseline: str | None = None
+    track: Track, scenario: Any, episode: int | EpisodeSpec, episode_id: str, baseline: str | None = None
 ) -> tuple[int, ...]:
-    """The actions of the track's reference baseline (or ``baseline``) on the seeded episode ``seed`` of
-    ``scenario`` whose id is ``episode_id``, its rng seeded as the reference rows of an evaluation set seed it."""
+    """The actions of the track's reference baseline (or ``baseline``) on the episode of ``scenario`` (its seed, or
+    its ``EpisodeSpec``) whose id is ``episode_id``, its rng seeded as the reference rows of an evaluation set seed
+    it."""
     name = baseline or track.reference_baseline
     rng = random.Random(policy_seed(baseline_bundle_id(name), track.scenario_hash(scenario), episode_id))
-    return tuple(track.run_episode(scenario, track.baseline(name), SeededRandom(seed), rng).actions)
+    return tuple(track.run_episode(scenario, track.baseline(name), workload_of(episode), rng).actions)
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class EpisodeReport:
     track: str
     scenario: str
     episode: str
-    seed: int
+    seed: int | None  # None: a keyed episode (drawn only where its key is)
     names: tuple[str, str]
     metrics: list[MetricRow]
     summary: list[tuple[str, str, str]]
@@ -72,7 +73,7 @@ def episode_report(
     *,
     scenario_name: str,
     episode_id: str,
-    seed: int,
+    seed: int | EpisodeSpec,
     actions: Sequence[int],
     trace_hash: str | None,
     names: tuple[str, str],
@@ -82,7 +83,8 @@ def episode_report(
 ) -> EpisodeReport:
     """Replay the policy's ``actions`` (checked against ``trace_hash``) and the other side's (``against``: another
     policy's actions; None: the track's reference baseline, run here, checked against ``against_hash`` when given)
-    and build the report. ``ReplayError`` if either cannot be replayed."""
+    on the episode ``seed`` (or, where its key is, the keyed ``EpisodeSpec``) and build the report. ``ReplayError``
+    if either cannot be replayed."""
     views = schedule_views(track)
     if views is None:
         raise ReplayError(f"track {track.id!r} draws no schedules")
@@ -102,9 +104,9 @@ def episode_report(
     ]
     mine, theirs = views.summary(record), dict(views.summary(other))
     summary = [(label, value, theirs.get(label, "")) for label, value in mine]
-    return EpisodeReport(
-        track.id, scenario_name, episode_id, seed, names, metrics, summary, views.figures(record, other, names), note
-    )
+    figures = views.figures(record, other, names)
+    shown = seed if isinstance(seed, int) else None
+    return EpisodeReport(track.id, scenario_name, episode_id, shown, names, metrics, summary, figures, note)
 
 
 def _value(metrics: Any, name: str) -> float | None:

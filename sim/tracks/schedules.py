@@ -121,12 +121,19 @@ def actions_left(step: int, actions: Sequence[int]) -> PolicyError:
     )
 
 
+def workload_of(episode: int | EpisodeSpec) -> random.Random:
+    """A fresh generator of an episode's workload: of the seed ``episode``, or of the episode itself (a keyed one's:
+    only where its key is, an organiser's host)."""
+    return SeededRandom(episode) if isinstance(episode, int) else episode.workload_rng()
+
+
 def replay_episode(
-    track: Track, scenario: Any, seed: int, actions: Sequence[int], *, expected_hash: str | None
+    track: Track, scenario: Any, episode: int | EpisodeSpec, actions: Sequence[int], *, expected_hash: str | None
 ) -> ScheduleRecord:
-    """The schedule of the seeded episode ``seed`` of ``scenario`` in which ``actions`` were accepted; their trace
-    hash must be ``expected_hash`` (the stored run's), else ``ReplayError`` (so a page never draws a schedule that is
-    not the one scored). ``ReplayError`` too if the track draws no schedules or its simulator refuses an action."""
+    """The schedule of the episode of ``scenario`` (its seed, or the ``EpisodeSpec``) in which ``actions`` were
+    accepted; their trace hash must be ``expected_hash`` (the stored run's), else ``ReplayError`` (so a page never
+    draws a schedule that is not the one scored). ``ReplayError`` too if the track draws no schedules or its
+    simulator refuses an action."""
     views = schedule_views(track)
     if views is None:
         raise ReplayError(f"track {track.id!r} draws no schedules")
@@ -136,7 +143,7 @@ def replay_episode(
             f"{expected_hash[:12]}"
         )
     try:
-        return views.replay(scenario, SeededRandom(seed), actions)
+        return views.replay(scenario, workload_of(episode), actions)
     except PolicyError as exc:
         raise ReplayError(f"the simulator refuses a stored action ({exc}): its rules changed since the run") from exc
 

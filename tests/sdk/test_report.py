@@ -115,7 +115,12 @@ def test_replay_of_a_keyed_episode_or_a_broken_policy_says_why(
         f'name = "s"\nweight = 1.0\nepisodes = [{{ id = "k", key = "{"ab" * 32}" }}]\n'
     )
     assert main(["replay", str(kit / "random"), "--evalset", str(keyed)]) == 1
-    assert "error: episode s/k is keyed: only seeded episodes are drawn" in capsys.readouterr().err
+    assert (
+        "error: episode s/k is keyed: only seeded episodes are drawn (organisers, on a host" in capsys.readouterr().err
+    )
+    drawn = tmp_path / "keyed.html"
+    assert main(["replay", str(kit / "random"), "--evalset", str(keyed), "--keyed", "-o", str(drawn)]) == 0
+    assert "a keyed episode: keep it private" in drawn.read_text() and drawn.read_text().count("<svg") == 4
     broken = tmp_path / "broken.py"
     broken.write_text("def policy(env, rng):\n    return 'slot one'\n")
     assert main(["replay", str(broken), "--evalset", "jobs-sample"]) == 1
