@@ -60,6 +60,7 @@ class ValidationReport:
     track: Track | None = None  # the evaluation set's, once it is read
     stderr_tail: str = ""
     runner: str = ""  # where the scored episodes ran
+    scored: int = 0  # how many of ``episodes`` the score is of (the public split's; ``--report`` plays both)
 
     @property
     def ok(self) -> bool:
@@ -174,6 +175,7 @@ def validate(
         scored = {(j.scenario_name, j.episode.id) for j in jobs if j.episode.split == "public"}
         public = [e for e in report.episodes if (e["scenario"], e["episode"]) in scored]
         report.rows = _score_rows(track, [j for j in jobs if j.episode.split == "public"], public, evalset.weights)
+        report.scored = len(public)
     return report
 
 
@@ -280,7 +282,7 @@ def format_report(report: ValidationReport) -> str:
         assert report.track is not None  # rows are scored against the set's track
         reference = report.track.reference_baseline
         scenarios = list(report.rows[0].metric)
-        n = len(report.episodes)
+        n = report.scored or len(report.episodes)
         lines.append("")
         lines.append(
             f"score on {n} public episode{'s' if n != 1 else ''} of {report.evalset_name!r} "

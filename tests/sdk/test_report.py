@@ -52,7 +52,10 @@ def test_validate_writes_every_sample_episodes_pages(
     # The score printed is the public split's alone, as before --report.
     capsys.readouterr()
     assert main(["validate", str(kit / "random"), "--evalset", "jobs-sample"]) == 0
-    assert _your_score(capsys.readouterr().out) == _your_score(printed)
+    plain = capsys.readouterr().out
+    assert _your_score(plain) == _your_score(printed)
+    public = sum(job.episode.split == "public" for job in episodes)
+    assert f"score on {public} public episodes of 'jobs-sample'" in printed and public < len(episodes)
     track = get_track("jobs-v1")
     for link in links:
         page = (out / link).read_text()
