@@ -18,7 +18,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from layersched.sdk.admin_exports import add_export_parser
+from layersched.sdk.admin_moderation import add_bulk_options, cmd_bulk_disqualify, cmd_bulk_rerun, is_bulk
 from layersched.sdk.admin_phases import add_phase_parser
+from layersched.sdk.admin_quota import add_quota_parser
+from layersched.sdk.admin_submissions import add_submissions_parser
+from layersched.sdk.admin_users import add_user_commands
+from layersched.sdk.admin_webhooks import add_webhook_parser
 from layersched.sdk.arguments import phase_name
 from layersched.sdk.commands import AddCommand, configured_client, missing_action
 from layersched.sdk.errors import ConfigError
@@ -46,9 +52,12 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         actions,
         "user",
         missing_action,
-        "create participants and organisers",
-        "Create an account; its token is printed once.",
+        "create, import, list, disable and enable users",
+        "Create an account (its token is printed once), enrol a roster file at once, list the users,\n"
+        "disable or enable one, or give one a one-time sign-in link.",
         "  layersched admin user add --name Ada --email ada@example.org\n"
+        "  layersched admin user import roster.csv --tokens-out tokens.csv\n"
+        "  layersched admin user list\n"
         "  layersched admin user add --name Root --email root@example.org --role organiser --bootstrap\n",
     )
     user_actions = user.add_subparsers(dest="user_command", metavar="ACTION")
@@ -77,6 +86,7 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         help="with --bootstrap: the database of `layersched serve --data-dir DIR` (default: LAYERSCHED_DATABASE_URL, "
         "else ./var)",
     )
+    add_user_commands(user_actions, add)
 
     token = add(
         actions,
@@ -151,13 +161,18 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         actions,
         "rerun",
         cmd_rerun,
-        "evaluate a submission again (a new evaluation, no quota)",
-        "Queue a new evaluation of the same submission, optionally on another evaluation set.",
-        "  layersched admin rerun 12\n  layersched admin rerun 12 --evalset final --wait\n",
+        "evaluate submissions again (new evaluations, no quota)",
+        "Queue a new evaluation of the same submission, optionally on another evaluation set. Several ids or\n"
+        "filter options rerun many at once: they are listed first (--dry-run stops there), then asked for\n"
+        "(--yes answers); one with an evaluation queued or running already is skipped.",
+        "  layersched admin rerun 12\n  layersched admin rerun 12 --evalset final --wait\n"
+        "  layersched admin rerun --phase final --state failed --category infrastructure_error --dry-run\n"
+        "  layersched admin rerun 12 14 15 --yes\n",
     )
-    p.add_argument("id", type=int, help="submission id")
-    p.add_argument("--evalset", help="evaluation set name (default: the current one)")
+    p.add_argument("ids", nargs="*", type=int, metavar="ID", help="submission ids (or filter options)")
+    p.add_argument("--evalset", help="evaluation set name (default: the set of the submission's phase)")
     p.add_argument("--wait", action=argparse.BooleanOptionalAction, default=False, help="follow it (default: no)")
+    add_bulk_options(p)
 
     p = add(
         actions,
@@ -179,7 +194,7 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         "cancel",
         cmd_cancel,
         "cancel a queued or running submission",
-        "Cancel its evaluation.",
+        "Cancel its evaluation. A cancelled first evaluation gives the submission back to its owner's quota.",
         "  layersched admin cancel 12\n",
     )
     p.add_argument("id", type=int, help="submission id")
@@ -188,12 +203,15 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         actions,
         "disqualify",
         cmd_disqualify,
-        "disqualify a submission with a reason",
-        "Remove a submission from the leaderboard; the reason is kept and shown.",
-        '  layersched admin disqualify 12 --reason "reads the evaluation-set file"\n',
+        "disqualify submissions with a reason",
+        "Remove a submission from the leaderboard; the reason is kept and shown. Several ids or filter options\n"
+        "disqualify many at once: they are listed first (--dry-run stops there), then asked for (--yes answers).",
+        '  layersched admin disqualify 12 --reason "reads the evaluation-set file"\n'
+        '  layersched admin disqualify --owner mallory --reason "shared code" --dry-run\n',
     )
-    p.add_argument("id", type=int, help="submission id")
+    p.add_argument("ids", nargs="*", type=int, metavar="ID", help="submission ids (or filter options)")
     p.add_argument("--reason", required=True, help="shown to the participant and on the audit log")
+    add_bulk_options(p)
 
     p = add(
         actions,
@@ -219,6 +237,10 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
 
     add_phase_parser(actions, add)
     add_admin_team_parser(actions, add)
+    add_submissions_parser(actions, add)
+    add_export_parser(actions, add)
+    add_quota_parser(actions, add)
+    add_webhook_parser(actions, add)
 
     p = add(
         actions,
@@ -323,9 +345,14 @@ def _follow(client: Any, evaluation_id: int) -> Any:
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
+    if is_bulk(args):
+        if args.wait:
+            raise ConfigError("--wait follows one rerun: give one id, or follow them with layersched admin submissions")
+        return cmd_bulk_rerun(args)
+    (submission_id,) = args.ids
     with configured_client() as client:
-        evaluation = client.admin_rerun(args.id, evalset=args.evalset)
-        print(f"queued evaluation #{evaluation.id} (rerun) of submission #{args.id}")
+        evaluation = client.admin_rerun(submission_id, evalset=args.evalset)
+        print(f"queued evaluation #{evaluation.id} (rerun) of submission #{submission_id}")
         if not args.wait:
             return 0
         final = _follow(client, evaluation.id)
@@ -370,9 +397,12 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_disqualify(args: argparse.Namespace) -> int:
+    if is_bulk(args):
+        return cmd_bulk_disqualify(args)
+    (submission_id,) = args.ids
     with configured_client() as client:
-        client.admin_disqualify(args.id, reason=args.reason)
-    print(f"disqualified submission #{args.id}: {args.reason}")
+        client.admin_disqualify(submission_id, reason=args.reason)
+    print(f"disqualified submission #{submission_id}: {args.reason}")
     return 0
 
 

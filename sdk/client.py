@@ -18,8 +18,11 @@ re-exported here, so ``from layersched.sdk.client import Submission`` keeps work
 from __future__ import annotations
 
 from layersched.sdk.api.admin import AdminApi
+from layersched.sdk.api.exports import ExportsApi
 from layersched.sdk.api.me import MeApi
+from layersched.sdk.api.moderation import ModerationApi
 from layersched.sdk.api.phases import PhasesApi
+from layersched.sdk.api.quota import QuotaApi
 from layersched.sdk.api.responses import (
     TERMINAL_STATES,
     Allowance,
@@ -42,6 +45,7 @@ from layersched.sdk.api.responses import (
     Page,
     PhaseInfo,
     Progress,
+    QueuePlace,
     Refusal,
     Score,
     Submission,
@@ -51,6 +55,9 @@ from layersched.sdk.api.responses import (
 from layersched.sdk.api.submissions import ProgressCallback, SubmissionsApi
 from layersched.sdk.api.teams import TeamsApi
 from layersched.sdk.api.transport import API_PREFIX
+from layersched.sdk.api.users import UsersApi
+from layersched.sdk.api.views import ViewsApi
+from layersched.sdk.api.webhooks import WebhooksApi
 from layersched.sdk.config import Config, load_config
 
 __all__ = [
@@ -78,6 +85,7 @@ __all__ = [
     "PhaseInfo",
     "Progress",
     "ProgressCallback",
+    "QueuePlace",
     "Refusal",
     "Score",
     "Submission",
@@ -86,7 +94,19 @@ __all__ = [
 ]
 
 
-class Client(MeApi, SubmissionsApi, PhasesApi, TeamsApi, AdminApi):
+class Client(
+    MeApi,
+    SubmissionsApi,
+    PhasesApi,
+    TeamsApi,
+    AdminApi,
+    UsersApi,
+    ViewsApi,
+    ExportsApi,
+    QuotaApi,
+    ModerationApi,
+    WebhooksApi,
+):
     """Talks to one server. ``token`` may be None for the public leaderboard."""
 
     @classmethod

@@ -96,6 +96,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
                 on_progress=lambda sent, total: bar.update(sent, total),
             )
         print(f"submitted #{submission.id} '{submission.name}' ({submission.state})")
+        if submission.queue is not None:
+            print(f"queue: {queue_text(submission.queue)}")
         print(_page_line(client, submission.id))
         if not args.wait:
             print(f"follow it with: layersched status {submission.id}")
@@ -104,7 +106,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
         bar = ProgressBar("evaluation")
 
         def on_update(sub: Submission) -> None:
-            bar.update(sub.progress.done, sub.progress.total or None, note=sub.state)
+            note = f"queued: {queue_text(sub.queue, short=True)}" if sub.queue is not None else sub.state
+            bar.update(sub.progress.done, sub.progress.total or None, note=note)
 
         try:
             final = client.wait(submission.id, on_update=on_update, poll_interval=args.poll, timeout=args.timeout)
@@ -275,6 +278,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     if sub.description:
         print(f"  {sub.description}")
     print(f"state: {sub.state}, episodes {sub.progress.done}/{sub.progress.total}")
+    if sub.queue is not None:
+        print(f"queue: {queue_text(sub.queue)}")
     print(_outcome_line(sub, rank, reference))
     print(selection)
     print(f"bundle sha256: {sub.bundle_sha256}")
@@ -289,6 +294,28 @@ def cmd_status(args: argparse.Namespace) -> int:
             + (f", audit {e.audit.verdict}" if e.audit else "")
         )
     return 0
+
+
+def _about(seconds: float) -> str:
+    if seconds < 90:
+        return f"about {seconds:.0f} s"
+    if seconds < 5400:
+        return f"about {seconds / 60:.0f} min"
+    return f"about {seconds / 3600:.1f} h"
+
+
+def queue_text(place: Any, *, short: bool = False) -> str:
+    """A queued submission's place and estimate, as ``submit`` and ``status`` print them."""
+    where = f"position {place.position} of {place.queued}"
+    if short:
+        return where + (f", starts in {_about(place.starts_in_s)}" if place.starts_in_s is not None else "")
+    workers = f"{place.workers} worker{'s' if place.workers != 1 else ''}"
+    if place.starts_in_s is None or place.done_in_s is None:
+        return f"{where} ({workers}); no estimate yet (too few recent runs)"
+    return (
+        f"{where} ({workers}); it should start in {_about(place.starts_in_s)} and be done in "
+        f"{_about(place.done_in_s)} (an estimate from recent run times)"
+    )
 
 
 def _page_line(client: Client, submission_id: int) -> str:

@@ -21,20 +21,30 @@ from layersched.server.config import Settings, get_settings
 from layersched.server.db import make_engine, make_sessionmaker
 from layersched.server.errors import ServiceError, error_response
 from layersched.server.metrics import ServiceCollector
+from layersched.server.notifications import Notifier
 from layersched.server.queue import CeleryEnqueuer, Enqueuer
 from layersched.server.routes import (
     admin,
+    analytics,
     api_docs,
     evalsets,
+    exports,
     health,
     leaderboard,
     me,
+    moderation,
+    organiser_pages,
     pages,
     phases,
+    quota,
     replays,
     signin,
+    signin_links,
+    submission_views,
     submissions,
     teams,
+    users,
+    webhooks,
 )
 from layersched.server.schemas import ErrorBody
 from layersched.server.tracks import load_tracks
@@ -52,7 +62,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         404: "no such row, or not the caller's (not_found)",
         409: "contradicts the current state (conflict)",
         413: "upload over the bundle limit (bundle_too_large), or another body over 1 MiB (request_too_large)",
-        422: "invalid parameters, body, bundle or policy (invalid_request, invalid_bundle, invalid_policy)",
+        422: "invalid parameters, body, bundle, policy or roster (invalid_request, invalid_bundle, invalid_policy, "
+        "invalid_roster)",
         429: "daily quota or in-flight limit reached (quota_exceeded, too_many_in_flight)",
         503: "a service the request needs is unavailable (storage_unavailable)",
     }.items()
@@ -74,9 +85,17 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
     engine = make_engine(settings.database_url)
 
     @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        yield
-        engine.dispose()
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Webhook deliveries and alerts run beside the API, never in the pipeline (server/notifications.py).
+        notifier = Notifier(sessions=app.state.sessionmaker, settings=settings) if settings.notify_interval_s else None
+        if notifier is not None:
+            notifier.start()
+        try:
+            yield
+        finally:
+            if notifier is not None:
+                notifier.stop()
+            engine.dispose()
 
     app = FastAPI(
         title="layersched",
@@ -106,12 +125,29 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
         upload_path=f"{API_PREFIX}/submissions",
         sessionmaker=app.state.sessionmaker,
     )
-    for module in (me, submissions, leaderboard, phases, teams, evalsets, admin):
+    for module in (
+        me,
+        submissions,
+        leaderboard,
+        phases,
+        teams,
+        evalsets,
+        admin,
+        users,
+        submission_views,
+        exports,
+        quota,
+        moderation,
+        analytics,
+        webhooks,
+    ):
         app.include_router(module.router, prefix=API_PREFIX, responses=ERROR_RESPONSES)
     app.include_router(health.router)
     app.include_router(pages.router)
     app.include_router(replays.router)
+    app.include_router(organiser_pages.router)
     app.include_router(signin.router)
+    app.include_router(signin_links.router)
     app.include_router(api_docs.router)
     api_docs.mount_assets(app)
     return app

@@ -19,7 +19,7 @@ BOTTOM = 30
 RIGHT = 20
 
 
-def _nice_ticks(low: float, high: float, count: int = 6) -> list[float]:
+def nice_ticks(low: float, high: float, count: int = 6) -> list[float]:
     span = high - low
     raw = span / max(count - 1, 1)
     magnitude = 10 ** math.floor(math.log10(raw))
@@ -56,7 +56,7 @@ def score_chart(rows: list[LeaderboardRow], *, reference: str, title: str | None
         return float(LABEL_WIDTH + (value - low) / (high - low) * PLOT_WIDTH)
 
     bottom = TOP + ROW_HEIGHT * len(rows)
-    for tick in _nice_ticks(low, high):
+    for tick in nice_ticks(low, high):
         parts.append(
             f'<line class="grid" x1="{x(tick):.1f}" y1="{TOP - 4}" x2="{x(tick):.1f}" y2="{bottom}" />'
             f'<text class="tick" x="{x(tick):.1f}" y="{bottom + 16}" text-anchor="middle">{tick:g}</text>'

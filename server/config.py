@@ -91,6 +91,10 @@ class Settings(BaseSettings):
         ),
     ] = None
 
+    signin_link_hours: Annotated[
+        float, Field(gt=0, description="how long a one-time sign-in link (admin user import --links) can be used")
+    ] = 168
+
     public_url: Annotated[
         str | None,
         Field(
@@ -165,6 +169,41 @@ class Settings(BaseSettings):
     ] = 1.0
     baseline_cache_dir: Path = Path("./var/baselines")
     reconcile_interval_s: Annotated[float, Field(gt=0, description="how often the reconciler looks for lost work")] = 30
+    worker_alive_s: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="a worker whose reconciler wrote no heartbeat for this long counts as gone (queue estimates, "
+            "the analytics page, the no-worker alert); above LAYERSCHED_RECONCILE_INTERVAL_S",
+        ),
+    ] = 120
+    notify_interval_s: Annotated[
+        float,
+        Field(
+            ge=0,
+            description="how often the API process delivers webhook notifications and checks the alerts (admin "
+            "webhook add); 0: never (no notifications are sent)",
+        ),
+    ] = 5
+    alert_queue_wait_s: Annotated[
+        float, Field(gt=0, description="alert when the oldest queued evaluation has waited longer than this")
+    ] = 900
+    alert_window_s: Annotated[
+        float, Field(gt=0, description="the window over which the service's share of failures is counted")
+    ] = 3600
+    alert_infrastructure_rate: Annotated[
+        float,
+        Field(
+            ge=0,
+            le=1,
+            description="alert when more than this share of the evaluations that ended in the window "
+            "failed through the service",
+        ),
+    ] = 0.2
+    alert_min_ended: Annotated[
+        int, Field(ge=1, description="the failure-rate alert needs at least this many evaluations in the window")
+    ] = 5
+    alert_repeat_s: Annotated[float, Field(gt=0, description="an alert that holds is sent again this often")] = 3600
     requeue_after_s: Annotated[
         float, Field(gt=0, description="a queued evaluation this old, with its queue empty, is sent again")
     ] = 120

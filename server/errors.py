@@ -10,8 +10,10 @@ Hierarchy (HTTP status and ``code`` of the error body in brackets)::
     ├── BundleTooLarge                 [413 bundle_too_large]
     ├── InvalidBundle                  [422 invalid_bundle] an archive that is unsafe, malformed or over a limit
     ├── InvalidPolicy                  [422 invalid_policy] the entry point does not parse or lacks ``policy``
-    ├── InvalidName                    [422 invalid_request] a name that breaks ``name_rules`` (checked in storage
-    │                                  for the callers that bypass the request schemas, which check it first)
+    ├── InvalidRoster                  [422 invalid_roster] a roster line is bad (named by line and field)
+    ├── InvalidRequest                 [422 invalid_request] a value the schema admits but the service cannot use
+    │   └── InvalidName                a name that breaks ``name_rules`` (checked in storage for the callers that
+    │                                  bypass the request schemas, which check it first)
     ├── QuotaExceeded                  [429 quota_exceeded] the daily submission quota is used up
     ├── TooManyInFlight                [429 too_many_in_flight]
     ├── StorageUnavailable             [503 storage_unavailable] the bundle store cannot be written
@@ -71,9 +73,18 @@ class InvalidPolicy(ServiceError):
     code = "invalid_policy"
 
 
-class InvalidName(ServiceError):
+class InvalidRoster(ServiceError):
+    status = 422
+    code = "invalid_roster"
+
+
+class InvalidRequest(ServiceError):
     status = 422
     code = "invalid_request"
+
+
+class InvalidName(InvalidRequest):
+    pass
 
 
 class QuotaExceeded(ServiceError):

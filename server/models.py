@@ -37,6 +37,7 @@ EVALUATION_STATES = ("queued", "running", "succeeded", "failed", "cancelled")
 ACTIVE_STATES = ("queued", "running")
 TERMINAL_STATES = ("succeeded", "failed", "cancelled")
 SANDBOXES = ("docker", "process")
+WEBHOOK_FORMATS = ("json", "slack")
 # Who sees a phase and its boards: everyone, or the organisers only (a phase being prepared, a hidden check round).
 PHASE_VISIBILITIES = ("public", "organisers")
 # The longest name of a user, a team, a submission or an evaluation set: the request schemas allow exactly this
@@ -98,6 +99,10 @@ class User(Base):
     email: Mapped[str] = mapped_column(String(254), unique=True)
     role: Mapped[str] = mapped_column(String(16), default="participant")
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    # Set by an organiser's ``admin user disable`` (None: active): the user's tokens were revoked, their uploads are
+    # refused and their rows are off the boards until ``enable``. Each disabling stamps a later time than any before,
+    # which the boards' fingerprint relies on (storage.leaderboard_fingerprint).
+    disabled_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
 
     tokens: Mapped[list[ApiToken]] = relationship(back_populates="user")
     # The user's team now (None: they compete alone). Read-only: memberships change through storage.teams.
@@ -460,3 +465,103 @@ class AuditLogEntry(Base):
     action: Mapped[str] = mapped_column(String(50))
     target: Mapped[str] = mapped_column(String(AUDIT_TARGET_LENGTH))
     detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+# ------------------------------------------------------------------------------------------- running a term (issue 32)
+
+
+class SignInLink(Base):
+    """A one-time link to the pages (``admin user import --links``): opening it and confirming signs the browser in
+    and shows a fresh API token to copy. Only the SHA-256 of its code is stored."""
+
+    __tablename__ = "signin_links"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    code_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+    used_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+
+    user: Mapped[User] = relationship(foreign_keys=[user_id])
+
+
+class QuotaGrant(Base):
+    """Extra submissions an organiser gave a participant or a team in a phase, on one UTC day (``day``: its start):
+    that day's quota of the competitor is the phase's plus every grant to it or to one of its members."""
+
+    __tablename__ = "quota_grants"
+    __table_args__ = (
+        CheckConstraint("(user_id IS NULL) <> (team_id IS NULL)", name="one_target"),
+        CheckConstraint("extra > 0", name="extra_positive"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    phase_id: Mapped[int] = mapped_column(ForeignKey("phases.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    day: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+    extra: Mapped[int] = mapped_column(Integer)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+
+
+class Webhook(Base):
+    """Where the challenge's notifications go (``admin webhook add``): an evaluation's end and the alerts."""
+
+    __tablename__ = "webhooks"
+    __table_args__ = (CheckConstraint(_one_of("format", WEBHOOK_FORMATS), name="format"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    url: Mapped[str] = mapped_column(Text)
+    format: Mapped[str] = mapped_column(String(16), default="json")
+    # Which events it gets: "evaluation" (an evaluation ended) and "alert" (the service needs a look).
+    events: Mapped[list[str]] = mapped_column(JSON, default=list)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+
+
+class Notification(Base):
+    """One message to one webhook, written in the transaction of what it reports (the outbox pattern: a result is
+    never held up by a slow receiver) and delivered later, retried with backoff until ``delivered_at`` or
+    ``failed_at``."""
+
+    __tablename__ = "notifications"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    webhook_id: Mapped[int] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"), index=True)
+    event: Mapped[str] = mapped_column(String(50))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    next_attempt_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), index=True)  # None: done
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    delivered_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    failed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    last_error: Mapped[str | None] = mapped_column(Text)
+
+
+class AlertState(Base):
+    """Whether an alert (``no_worker``, ``queue_wait``, ``infrastructure_failures``) holds now, and when it was last
+    sent: an alert is sent when it starts and again every ``Settings.alert_repeat_s`` while it holds."""
+
+    __tablename__ = "alert_states"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(50), unique=True)
+    active: Mapped[bool] = mapped_column(Boolean, default=False)
+    since: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    last_sent_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+
+
+class WorkerHeartbeat(Base):
+    """A worker process alive: its reconciler writes ``beat_at`` on every pass (the analytics page and the
+    ``no_worker`` alert read them)."""
+
+    __tablename__ = "worker_heartbeats"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    worker_id: Mapped[str] = mapped_column(String(200), unique=True)
+    started_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    beat_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)

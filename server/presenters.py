@@ -11,6 +11,7 @@ from typing import Any, cast
 from layersched.server import storage
 from layersched.server.leaderboard import PublicView
 from layersched.server.models import EpisodeResult, EvalSet, Evaluation, Phase, Submission, Team, User
+from layersched.server.queue_places import QueuePlaces
 from layersched.server.schemas import (
     AuditVerdict,
     EpisodeLog,
@@ -109,12 +110,12 @@ def evaluation_detail(evaluation: Evaluation) -> EvaluationDetail:
 
 
 def submission_public(
-    submission: Submission, *, viewer: User | None, view: PublicView | None = None
+    submission: Submission, *, viewer: User | None, view: PublicView | None = None, queue: QueuePlaces | None = None
 ) -> SubmissionPublic:
     """The submission as ``viewer`` may read it (None: anyone, e.g. a ranked entry's public page: no errors).
     ``view`` (:func:`leaderboard.public_view` for the viewer) gives its rank and the public score the viewer may see,
     laddered for owners under the Ladder; without it (organisers' routes, a submission just created) the score is the
-    raw public score and the rank is left out.
+    raw public score and the rank is left out. ``queue`` gives a queued submission its place in the queue.
     """
     reader = audience(viewer, submission)
     primary = storage.primary_evaluation(submission)
@@ -138,6 +139,9 @@ def submission_public(
         selected=submission.selected,
         evaluations=[evaluation_public(e, reader) for e in submission.evaluations],
         score_revealed=revealed,
+        queue=queue.place(primary.id)
+        if queue is not None and primary is not None and primary.state == "queued"
+        else None,
     )
 
 

@@ -70,9 +70,12 @@ class MePublic(UserPublic):
     team: str | None = None  # the user's team now (None: they compete alone)
 
 
+EMAIL = r"^[^@\s\x00]+@[^@\s\x00]+$"
+
+
 class UserCreate(BaseModel):
     name: DisplayName
-    email: str = Field(min_length=3, max_length=254, pattern=r"^[^@\s\x00]+@[^@\s\x00]+$")
+    email: str = Field(min_length=3, max_length=254, pattern=EMAIL)
     role: Role = "participant"
 
 
@@ -109,6 +112,17 @@ class EvaluationPublic(BaseModel):
     audit: AuditVerdict | None
 
 
+class QueuePlacePublic(BaseModel):
+    """Where a queued submission stands: 1 is next to start. The estimates come from recent run times on its set and
+    the workers alive; None when there are too few recent runs to tell."""
+
+    position: int
+    queued: int
+    workers: int
+    starts_in_s: float | None
+    done_in_s: float | None
+
+
 class SubmissionPublic(BaseModel):
     id: int
     phase: str
@@ -128,6 +142,7 @@ class SubmissionPublic(BaseModel):
     # Under the Ladder, whether ``score`` is this submission's own public score (True) or its owner's best shown
     # score, which this one did not beat by more than the step (False); None when the Ladder plays no part.
     score_revealed: bool | None = None
+    queue: QueuePlacePublic | None = None  # while its evaluation is queued
 
 
 class SubmissionsPublic(BaseModel):

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
+import socket
 import threading
 from dataclasses import dataclass, field
 
@@ -26,6 +28,7 @@ from layersched.server import storage
 from layersched.server.config import Settings
 from layersched.server.models import Evaluation, utcnow
 from layersched.server.queue import Enqueuer, enqueue, queue_depths, task_for
+from layersched.server.storage.queue_view import beat, forget_worker
 
 log = logging.getLogger(__name__)
 
@@ -80,15 +83,29 @@ def reconcile_once(
 
 
 class Reconciler(threading.Thread):
-    """Runs ``reconcile_once`` every ``settings.reconcile_interval_s`` until ``stop()``."""
+    """Runs ``reconcile_once`` every ``settings.reconcile_interval_s`` until ``stop()``, and writes the worker's
+    heartbeat (``worker_heartbeats``: the queue's estimates, the analytics page and the no-worker alert read them)
+    when it starts and on every pass."""
 
-    def __init__(self, *, sessions: sessionmaker[Session], settings: Settings, enqueuer: Enqueuer) -> None:
+    def __init__(
+        self, *, sessions: sessionmaker[Session], settings: Settings, enqueuer: Enqueuer, worker_id: str | None = None
+    ) -> None:
         super().__init__(name="layersched-reconciler", daemon=True)
         self.sessions, self.settings, self.enqueuer = sessions, settings, enqueuer
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
         self._stop_event = threading.Event()
 
+    def _beat(self) -> None:
+        try:
+            with self.sessions() as session:
+                beat(session=session, worker_id=self.worker_id, now=utcnow())
+        except Exception:  # a missed heartbeat only makes the worker look gone for a while; it is logged
+            log.exception("worker heartbeat not written")
+
     def run(self) -> None:
+        self._beat()
         while not self._stop_event.wait(self.settings.reconcile_interval_s):
+            self._beat()
             try:
                 with self.sessions() as session:
                     reconcile_once(session=session, settings=self.settings, enqueuer=self.enqueuer)
@@ -97,3 +114,8 @@ class Reconciler(threading.Thread):
 
     def stop(self) -> None:
         self._stop_event.set()
+        try:
+            with self.sessions() as session:
+                forget_worker(session=session, worker_id=self.worker_id)
+        except Exception:  # the heartbeat goes stale by itself
+            log.exception("worker heartbeat not removed")

@@ -2,7 +2,7 @@
 (issue 33)
 
 Revision ID: 0014
-Revises: 0012
+Revises: 0013
 Create Date: 2026-12-04 10:00:00
 
 Up: ``replay_scenarios`` (a scenario's wire form by content hash, stored once) and ``episode_actions`` (one row per
@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0014"
-down_revision: str | None = "0012"
+down_revision: str | None = "0013"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -148,6 +148,18 @@ class EvaluationDetail(Evaluation):
 
 
 @dataclass(frozen=True)
+class QueuePlace:
+    """Where a queued submission stands: 1 is next. The estimates (seconds) come from recent run times and the
+    workers alive; None when the server has too few recent runs to tell."""
+
+    position: int
+    queued: int
+    workers: int
+    starts_in_s: float | None = None
+    done_in_s: float | None = None
+
+
+@dataclass(frozen=True)
 class Submission:
     id: int
     name: str
@@ -168,6 +180,7 @@ class Submission:
     # more than the step; None when the Ladder plays no part.
     score_revealed: bool | None = None
     phase: str | None = None  # the phase it was submitted to (None: a server older than phases)
+    queue: QueuePlace | None = None  # while queued (None: not queued, or a server older than queue places)
 
     @property
     def finished(self) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ssl
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 import httpx
 
@@ -75,6 +75,29 @@ class Transport:
                 "invalid_response",
                 f"{method} {url} answered HTTP {response.status_code} with a body that is not JSON: "
                 f"{_snippet(response.text)!r}",
+            ) from None
+
+    def _download(self, path: str, *, params: dict[str, Any] | None, sink: IO[bytes]) -> int:
+        """GET ``path`` and write the body to ``sink`` as it arrives (an export: never held whole in memory); the
+        bytes written. An error answer raises as ``_request``'s do, before anything is written."""
+        url = API_PREFIX + path
+        try:
+            with self._http.stream("GET", url, params=params) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise _api_error(response, "GET", url)
+                written = 0
+                for chunk in response.iter_bytes():
+                    sink.write(chunk)
+                    written += len(chunk)
+                return written
+        except httpx.TimeoutException:
+            raise ServerUnreachable(
+                f"the server at {self.server} did not answer GET {url} within {self.timeout:g} s", server=self.server
+            ) from None
+        except httpx.TransportError as exc:
+            raise ServerUnreachable(
+                f"cannot reach the server at {self.server}: {_transport_reason(exc, self.server)}", server=self.server
             ) from None
 
 

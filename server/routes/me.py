@@ -8,8 +8,9 @@ from pydantic import BaseModel
 from layersched.server import storage
 from layersched.server.deps import CurrentUser, SessionDep, SettingsDep
 from layersched.server.errors import ServiceError
-from layersched.server.models import Phase
+from layersched.server.models import Phase, utcnow
 from layersched.server.schemas import NO_NUL, MePublic, Role
+from layersched.server.storage.quota_grants import competitor_quota
 from layersched.server.upload_checks import check_upload_allowed
 
 router = APIRouter(tags=["participants"])
@@ -68,7 +69,11 @@ def read_allowance(
         phase=target.name if target else None,
         track=target.evalset.track if target else None,
         submissions_today=storage.count_submissions_today(session=session, user_id=user.id, phase=target),
-        daily_quota=storage.phase_quota(target, settings.daily_quota) if target else settings.daily_quota,
+        daily_quota=(
+            competitor_quota(session=session, user_id=user.id, phase=target, default=settings.daily_quota, now=utcnow())
+            if target
+            else settings.daily_quota
+        ),
         in_flight=storage.count_in_flight(session=session, user_id=user.id),
         max_in_flight=settings.max_in_flight,
         refusal=refusal,

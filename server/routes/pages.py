@@ -21,6 +21,7 @@ from layersched.server import charts, leaderboard, presenters, replays, storage,
 from layersched.server.deps import PageDep, RowId, SessionDep, SettingsDep
 from layersched.server.errors import Conflict, Forbidden, NotFound
 from layersched.server.models import Phase, Submission, User, utcnow
+from layersched.server.queue_places import QueuePlaces
 from layersched.server.routes.page_auth import PageViewer
 from layersched.server.routes.page_render import message, render
 from layersched.server.routes.signin import signin_page
@@ -167,6 +168,7 @@ def submission_page(
     request: Request,
     session: SessionDep,
     viewer: PageViewer,
+    settings: SettingsDep,
     submission_id: RowId,
     sort: Annotated[str | None, Query(max_length=60)] = None,
 ) -> HTMLResponse:
@@ -185,7 +187,9 @@ def submission_page(
     view = leaderboard.public_view(session=session, viewer=viewer, phase=submission.phase)
     if not full and view.rank(submission_id) is None:
         return not_shown(request, viewer, submission_id)
-    public = presenters.submission_public(submission, viewer=viewer, view=view)
+    public = presenters.submission_public(
+        submission, viewer=viewer, view=view, queue=QueuePlaces(session, settings) if full else None
+    )
     row = next((r for r in view.board.rows if r.submission_id == submission_id), None)
     if not full and row is not None:
         # A ranked entry is public already: show what its leaderboard row carries (its score there, the frozen one

@@ -34,7 +34,7 @@ def signin_page(
     return render(request, "signin.html", context, viewer=None, status_code=status_code)
 
 
-def _cross_site(request: Request, settings: Settings, action: str) -> HTMLResponse | None:
+def cross_site(request: Request, settings: Settings, action: str) -> HTMLResponse | None:
     """The refusal of a form posted from another site; None for this one's. SameSite=Strict keeps the cookie off
     other sites' requests; this also stops them signing a browser in or out. Behind a proxy, set
     ``LAYERSCHED_PUBLIC_URL`` (or this site reads as another): the message names both, for whoever sets it up."""
@@ -61,7 +61,7 @@ def signin(
     token: Annotated[str, Form()] = "",
     next: Annotated[str, Form(max_length=2000)] = DEFAULT_NEXT,
 ) -> Response:
-    if refused := _cross_site(request, settings, "sign-in"):
+    if refused := cross_site(request, settings, "sign-in"):
         return refused
     token = token.strip()
     if len(token) > TOKEN_MAX:
@@ -85,7 +85,7 @@ def signin(
 
 @router.post("/signout")
 def signout(request: Request, session: SessionDep, settings: SettingsDep) -> Response:
-    if refused := _cross_site(request, settings, "sign-out"):
+    if refused := cross_site(request, settings, "sign-out"):
         return refused
     cookie = request.cookies.get(page_auth.COOKIE)
     token = page_auth.session_token(session=session, cookie=cookie) if cookie else None

@@ -8,6 +8,7 @@ from layersched.server import bundles, leaderboard, presenters, queue, storage, 
 from layersched.server.deps import CurrentUser, EnqueuerDep, PageDep, RowId, SessionDep, SettingsDep
 from layersched.server.errors import BundleTooLarge, StorageUnavailable
 from layersched.server.models import NAME_LENGTH
+from layersched.server.queue_places import QueuePlaces
 from layersched.server.schemas import NO_NUL, SubmissionLogs, SubmissionPublic, SubmissionsPublic, VisibleName
 from layersched.server.tracks import server_track
 from layersched.server.upload_checks import check_upload_allowed
@@ -79,24 +80,26 @@ def create_submission(
         phase=target,
     )
     queue.enqueue(enqueuer, evaluation)
-    return presenters.submission_public(submission, viewer=user)
+    return presenters.submission_public(submission, viewer=user, queue=QueuePlaces(session, settings))
 
 
 @router.get("", response_model=SubmissionsPublic)
-def list_submissions(session: SessionDep, user: CurrentUser, page: PageDep) -> SubmissionsPublic:
+def list_submissions(session: SessionDep, user: CurrentUser, settings: SettingsDep, page: PageDep) -> SubmissionsPublic:
     rows, count = storage.list_submissions(session=session, viewer=user, offset=page.offset, limit=page.limit)
-    views = leaderboard.PublicViews(session, user)
+    views, places = leaderboard.PublicViews(session, user), QueuePlaces(session, settings)
     return SubmissionsPublic(
-        data=[presenters.submission_public(s, viewer=user, view=views.of(s.phase)) for s in rows], count=count
+        data=[presenters.submission_public(s, viewer=user, view=views.of(s.phase), queue=places) for s in rows],
+        count=count,
     )
 
 
 @router.get("/{submission_id}", response_model=SubmissionPublic)
-def read_submission(session: SessionDep, user: CurrentUser, submission_id: RowId) -> SubmissionPublic:
+def read_submission(
+    session: SessionDep, user: CurrentUser, settings: SettingsDep, submission_id: RowId
+) -> SubmissionPublic:
     submission = storage.get_submission(session=session, submission_id=submission_id, viewer=user)
-    return presenters.submission_public(
-        submission, viewer=user, view=leaderboard.public_view(session=session, viewer=user, phase=submission.phase)
-    )
+    view = leaderboard.public_view(session=session, viewer=user, phase=submission.phase)
+    return presenters.submission_public(submission, viewer=user, view=view, queue=QueuePlaces(session, settings))
 
 
 @router.get("/{submission_id}/logs", response_model=SubmissionLogs)

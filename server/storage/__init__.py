@@ -15,6 +15,10 @@ change state commit before returning, so each is one transaction.
 
 This package re-exports them so that callers keep writing ``storage.create_submission(...)``: the package is the
 storage layer's one public face, the modules are how it is cut.
+
+Running a term (issue 32) adds modules that its routes import by name (``storage.roster.import_roster``), each used by
+one or two routes: ``roster``, ``user_admin``, ``signin_links``, ``submission_views``, ``moderation``,
+``quota_grants``, ``exports``, ``analytics``, ``queue_view`` and ``webhooks`` (docs/ARCHITECTURE.md).
 """
 
 from layersched.server.errors import Conflict, NotFound

@@ -63,15 +63,25 @@ def _hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def issue_token(*, session: Session, user_id: int, actor: User | None = None) -> tuple[ApiToken, str]:
-    """A new token for the user; the plain token is returned once and only its SHA-256 is stored."""
-    get_user(session=session, user_id=user_id)
+def new_token(session: Session, user: User, actor: User | None) -> str:
+    """A new token for ``user`` in the caller's transaction (flushed, not committed); the plain token, shown once."""
     lookup = secrets.token_hex(8)
     plain = f"{TOKEN_PREFIX}_{lookup}_{secrets.token_urlsafe(32)}"
-    token = ApiToken(user_id=user_id, lookup=lookup, token_sha256=_hash_token(plain))
+    token = ApiToken(user_id=user.id, lookup=lookup, token_sha256=_hash_token(plain))
     session.add(token)
     session.flush()
-    add_log_entry(session, actor, "issue_token", f"user:{user_id}", {"token": token.id})
+    add_log_entry(session, actor, "issue_token", f"user:{user.id}", {"token": token.id})
+    return plain
+
+
+def issue_token(*, session: Session, user_id: int, actor: User | None = None) -> tuple[ApiToken, str]:
+    """A new token for the user; the plain token is returned once and only its SHA-256 is stored. A disabled user
+    gets none (Conflict): ``enable`` them first."""
+    user = get_user(session=session, user_id=user_id)
+    if user.disabled_at is not None:
+        raise Conflict(f"user {user.name!r} is disabled: enable them first (layersched admin user enable)")
+    plain = new_token(session, user, actor)
+    token = session.scalars(select(ApiToken).where(ApiToken.lookup == plain.split("_", 2)[1])).one()
     session.commit()
     return token, plain
 
@@ -108,6 +118,8 @@ def authenticate(*, session: Session, token: str, now: dt.datetime | None = None
         return None
     # The lookup part finds the row; the secret is compared in constant time so timing reveals nothing of it.
     if not hmac.compare_digest(row.token_sha256, _hash_token(token)):
+        return None
+    if row.user.disabled_at is not None:  # disabling revokes the tokens too; this holds should one be missed
         return None
     now = now or utcnow()
     # Recorded at minute resolution: a write per request would contend with the worker on SQLite.

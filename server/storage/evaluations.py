@@ -27,6 +27,7 @@ from layersched.server.models import (
     utcnow,
 )
 from layersched.server.storage.replays import ReplayInput, write_episode_actions
+from layersched.server.storage.webhooks import record_evaluation_end
 
 INFRASTRUCTURE = "infrastructure"
 
@@ -261,8 +262,9 @@ def finish_evaluation(
     if evaluation.state in TERMINAL_STATES:
         session.rollback()
         return evaluation
+    ended = now or utcnow()
     evaluation.state = state
-    evaluation.finished_at = now or utcnow()
+    evaluation.finished_at = ended
     evaluation.score_public, evaluation.score_private, evaluation.audit = score_public, score_private, audit
     evaluation.error_category, evaluation.error_message = error_category, error_message
     evaluation.public_error_message = public_error_message
@@ -271,6 +273,7 @@ def finish_evaluation(
     evaluation.public_progress_done = _count_episodes(session, evaluation_id, hidden=False)
     if state == "failed" and infrastructure_failure and evaluation.kind == "initial":
         evaluation.submission.counts_against_quota = False
+    record_evaluation_end(session, evaluation, ended)  # the webhooks' outbox: no request is made here
     session.commit()
     return evaluation
 
@@ -334,9 +337,10 @@ def expire_stuck_evaluations(*, session: Session, now: dt.datetime, timeout: dt.
                 update(Submission).where(Submission.id == evaluation.submission_id).values(counts_against_quota=False)
             )
         expired.append(evaluation)
-    session.commit()
     for evaluation in expired:
         session.refresh(evaluation)
+        record_evaluation_end(session, evaluation, now)
+    session.commit()
     return expired
 
 

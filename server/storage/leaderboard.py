@@ -90,7 +90,10 @@ def leaderboard_submissions(*, session: Session, phase: Phase) -> list[Submissio
             select(Submission)
             .join(User, Submission.owner_id == User.id)
             .where(
-                User.role == "participant", Submission.disqualified_reason.is_(None), Submission.phase_id == phase.id
+                User.role == "participant",
+                User.disabled_at.is_(None),
+                Submission.disqualified_reason.is_(None),
+                Submission.phase_id == phase.id,
             )
             .options(selectinload(Submission.evaluations), selectinload(Submission.owner))
             .order_by(Submission.id)
@@ -179,6 +182,7 @@ def leaderboard_entries(*, session: Session, split: str, phase: Phase) -> list[S
         .join(Evaluation, Evaluation.id == latest.c.evaluation_id)
         .where(
             User.role == "participant",
+            User.disabled_at.is_(None),  # a disabled user's rows leave the boards until they are enabled
             Submission.disqualified_reason.is_(None),
             Submission.phase_id == phase.id,
             overall.is_not(None),
@@ -228,6 +232,9 @@ def leaderboard_fingerprint(*, session: Session) -> tuple[Any, ...]:
     move the submission aggregates (the per-participant submission counts are shown); new baseline scores and new
     users move theirs. Freezing, publishing and the phase's set are read apart (they are each board's own).
 
+    Disabling a user stamps ``disabled_at`` later than any before, so the newest stamp moves on every disabling and
+    the count of disabled users on every enabling (the argument of the selections below).
+
     Teams move a board's rows: a membership is never deleted, only ended, so joins move the membership count and
     newest id, and leaves the count of ended ones.
 
@@ -246,7 +253,12 @@ def leaderboard_fingerprint(*, session: Session) -> tuple[Any, ...]:
             func.sum(Submission.id).filter(Submission.disqualified_reason.is_not(None)),
         ],
         [func.count(Evaluation.id).filter(succeeded), func.sum(Evaluation.id).filter(succeeded)],
-        [func.count(User.id), func.max(User.id)],
+        [
+            func.count(User.id),
+            func.max(User.id),
+            func.count(User.disabled_at),
+            func.max(User.disabled_at),
+        ],
         [func.count(BaselineResult.id), func.max(BaselineResult.created_at)],
         [func.count(TeamMember.id), func.max(TeamMember.id), func.count(TeamMember.left_at)],
     ]

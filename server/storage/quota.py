@@ -13,7 +13,8 @@ from layersched.server.models import ACTIVE_STATES, Evaluation, Phase, Submissio
 from layersched.server.storage.members import member_ids
 
 
-def _day_start(now: dt.datetime) -> dt.datetime:
+def day_start(now: dt.datetime) -> dt.datetime:
+    """The start of ``now``'s UTC day: quotas and grants count by it."""
     return now.astimezone(dt.timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
 
 
@@ -27,7 +28,7 @@ def count_owned_today(
 ) -> int:
     """Submissions of these users this UTC day (to ``phase``; None: to any) that count against the quota (not those
     the service failed)."""
-    start = _day_start(now or utcnow())
+    start = day_start(now or utcnow())
     where = [
         Submission.owner_id.in_(list(owner_ids)),
         Submission.created_at >= start,

@@ -14,7 +14,8 @@ from layersched.server.storage.evaluations import new_evaluation
 from layersched.server.storage.leaderboard import find_leaderboard_state
 from layersched.server.storage.members import lock_competitor, member_ids, same_competitor, team_of
 from layersched.server.storage.phases import closed_because
-from layersched.server.storage.quota import count_in_flight, count_submissions_today, phase_quota
+from layersched.server.storage.quota import count_in_flight, count_submissions_today
+from layersched.server.storage.quota_grants import competitor_quota
 
 # What every reader of a submission uses: its evaluations, its owner and its phase (with the phase's set).
 _LOADED = (
@@ -36,10 +37,11 @@ def check_can_submit(
     """Raise QuotaExceeded or TooManyInFlight when the participant may not submit to ``phase`` now (organisers always
     may). The quota is the phase's (``daily_quota`` when it has none) and counts the phase's submissions; the
     evaluations in flight are counted over every phase (they share the workers). Both are the participant's team's
-    when they are in one (``quota``)."""
+    when they are in one (``quota``); the quota grows by the organisers' grants for the day (``quota_grants``)."""
     if user.role == "organiser":
         return
-    quota = phase_quota(phase, daily_quota)
+    now = now or utcnow()
+    quota = competitor_quota(session=session, user_id=user.id, phase=phase, default=daily_quota, now=now)
     used = count_submissions_today(session=session, user_id=user.id, phase=phase, now=now)
     team = team_of(session=session, user_id=user.id)
     whose = f" by team {team.name!r}" if team is not None else ""
@@ -290,7 +292,8 @@ def cancel_submission(
     """Cancel the submission's queued and running evaluations; the worker sees it at its next heartbeat.
 
     Only evaluations still queued or running change (one conditional update): a result the worker commits
-    meanwhile is kept, never overwritten with ``cancelled``.
+    meanwhile is kept, never overwritten with ``cancelled``. A cancelled initial evaluation gives the submission back
+    to its owner's quota: the participant did not cause its end (organisers cancel; participants cannot).
     """
     submission = get_submission(session=session, submission_id=submission_id, viewer=actor)
     now = now or utcnow()
@@ -310,7 +313,11 @@ def cancel_submission(
     if not cancelled:
         session.rollback()
         raise Conflict(f"submission {submission_id} has no queued or running evaluation to cancel")
-    add_log_entry(session, actor, "cancel", f"submission:{submission_id}", {"evaluations": sorted(cancelled)})
+    refunded = any(e.id in cancelled and e.kind == "initial" for e in submission.evaluations)
+    if refunded:
+        submission.counts_against_quota = False
+    detail = {"evaluations": sorted(cancelled), "refunded": refunded}
+    add_log_entry(session, actor, "cancel", f"submission:{submission_id}", detail)
     session.commit()
     for evaluation in submission.evaluations:
         session.refresh(evaluation)

@@ -156,6 +156,7 @@ def running_stack(
         "LAYERSCHED_RECONCILE_INTERVAL_S": "1",
         "LAYERSCHED_REQUEUE_AFTER_S": "3",
         "LAYERSCHED_DAILY_QUOTA": "20",
+        "LAYERSCHED_NOTIFY_INTERVAL_S": "0.5",  # webhooks are posted within the test's patience
         **overrides,
     }
     settings = Settings(  # type: ignore[call-arg]

@@ -23,6 +23,7 @@ from layersched.server import admin
 from layersched.sim.baselines import BASELINES
 from layersched.sim.evalset import evaluate_policy, load_evalset
 from tests.pipeline.stack import SAMPLE, Stack, running_stack, wait_for
+from tests.server.http_receiver import Receiver, http_receiver
 
 pytestmark = [
     pytest.mark.docker,
@@ -84,14 +85,32 @@ def _sandbox_containers() -> list[str]:
     return out.stdout.split()
 
 
-def test_cli_submission_reaches_the_leaderboard_and_the_page(stack: Stack, tmp_path: Path) -> None:
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    with http_receiver() as record:
+        yield record
+
+
+def test_cli_submission_reaches_the_leaderboard_and_the_page(stack: Stack, receiver: Receiver, tmp_path: Path) -> None:
     stack.start_worker()
     token = _participant(stack, "ada")
+    organiser = admin.add_user(name="olga", email="olga@example.org", role="organiser", settings=stack.settings).token
+    hook = stack.cli(organiser, "admin", "webhook", "add", f"{receiver.url}/hook", "--events", "evaluation")
+    assert hook.returncode == 0, hook.stderr
     policy = tmp_path / "policy.py"
     policy.write_bytes(GREEDY)
     result = stack.cli(token, "submit", str(policy), "--name", "greedy-copy", "--wait")
     assert result.returncode == 0, result.stderr + stack.log("worker")
     assert "rank 1" in result.stdout + result.stderr
+    # The worker's result reached the webhook through the API's notifier (the pipeline only wrote the outbox).
+    wait_for(lambda: bool(receiver.received), timeout=60, what="the webhook's notification")
+    (path, posted), *_ = receiver.received
+    assert path == "/hook" and posted["event"] == "evaluation.succeeded"
+    assert posted["submission"]["name"] == "greedy-copy" and posted["public_score"] == pytest.approx(1.0, abs=0.01)
+    analytics = httpx.get(
+        f"{stack.api_url}/api/v1/admin/analytics", headers={"Authorization": f"Bearer {organiser}"}, timeout=10
+    ).json()
+    assert [w["alive"] for w in analytics["workers"]] == [True]  # the worker's reconciler beats
 
     board = httpx.get(f"{stack.api_url}/api/v1/leaderboard", timeout=10).json()
     ada = [row for row in board["rows"] if row["participant"] == "ada"]
@@ -123,7 +142,6 @@ def test_cli_submission_reaches_the_leaderboard_and_the_page(stack: Stack, tmp_p
     assert "ada" in page and "greedy-copy" in page and "<svg" in page
 
     # The organiser audits it: a new container replays every episode and must reproduce every action.
-    organiser = admin.add_user(name="olga", email="olga@example.org", role="organiser", settings=stack.settings).token
     submission_id = board["rows"][[r["participant"] for r in board["rows"]].index("ada")]["submission_id"]
     audit = stack.cli(organiser, "admin", "audit", str(submission_id))
     assert audit.returncode == 0, audit.stdout + audit.stderr + stack.log("worker")

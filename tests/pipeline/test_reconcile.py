@@ -199,3 +199,21 @@ def test_an_evaluation_that_ended_meanwhile_is_left_alone(
             error=RetryableError("x"),
         )
     assert ended == "ended" and evaluation(sessions, sub.evaluation_id).state == "cancelled"
+
+
+def test_the_reconciler_writes_its_workers_heartbeat_and_takes_it_away_when_it_stops(
+    settings: Settings, sessions: sessionmaker[Session]
+) -> None:
+    from sqlalchemy import select
+
+    from layersched.server.models import WorkerHeartbeat
+    from layersched.worker.reconcile import Reconciler
+
+    reconciler = Reconciler(sessions=sessions, settings=settings, enqueuer=Sent(), worker_id="host-a:7")
+    reconciler.stop()  # its loop ends at once: run() writes the first heartbeat and returns
+    reconciler.run()
+    with sessions() as session:
+        assert [w.worker_id for w in session.scalars(select(WorkerHeartbeat))] == ["host-a:7"]
+    reconciler.stop()
+    with sessions() as session:
+        assert list(session.scalars(select(WorkerHeartbeat))) == []

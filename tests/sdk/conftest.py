@@ -218,3 +218,18 @@ def worker_thread(live_server: LiveServer) -> Iterator[Worker]:
     yield live_server.worker
     stop.set()
     thread.join(timeout=10)
+
+
+def run_sql(server: LiveServer, *statements: tuple[str, dict[str, Any]]) -> None:
+    """Write straight into the live server's database (what the API refuses now, as if stored before)."""
+    from sqlalchemy import text
+
+    from layersched.server.db import make_engine
+
+    engine = make_engine(server.settings.database_url)
+    try:
+        with engine.begin() as conn:
+            for statement, values in statements:
+                conn.execute(text(statement), values)
+    finally:
+        engine.dispose()

@@ -157,6 +157,7 @@ def test_submit_waits_for_score_and_rank(
     assert code == 0, err
     assert out.splitlines() == [
         "submitted #1 'first fit' (queued)",
+        "queue: position 1 of 1 (1 worker); no estimate yet (too few recent runs)",
         f"page: {live_server.url}/submissions/1 (sign in there with your token)",
         "#1 succeeded: score 0.9800 (95% CI 0.9500-1.0100, ratio to Greedy, lower is better), rank 1",
         "  per scenario: lab-300 0.970, official-5n 0.990",
@@ -267,6 +268,7 @@ def test_submit_no_wait_then_status_list(
     assert code == 0
     assert out.splitlines() == [
         "submitted #1 'first_fit' (queued)",
+        "queue: position 1 of 1 (1 worker); no estimate yet (too few recent runs)",
         f"page: {live_server.url}/submissions/1 (sign in there with your token)",
         "follow it with: layersched status 1",
     ]
@@ -466,7 +468,8 @@ def test_submit_gives_up_following_after_timeout(
     code, out, err = run(capsys, "submit", str(policy_file), "--timeout", "0.3", "--poll", "0.1")
     assert code == 1
     assert out == (
-        f"submitted #1 'first_fit' (queued)\npage: {live_server.url}/submissions/1 (sign in there with your token)\n"
+        "submitted #1 'first_fit' (queued)\nqueue: position 1 of 1 (1 worker); no estimate yet (too few recent runs)\n"
+        f"page: {live_server.url}/submissions/1 (sign in there with your token)\n"
     )
     assert error_line(err) == (
         f"error: gave up waiting after 0.3 s; the evaluation goes on at {live_server.url}; "

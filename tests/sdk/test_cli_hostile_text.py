@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.sdk.conftest import LiveServer, Worker
+from tests.sdk.conftest import LiveServer, Worker, run_sql
 from tests.sdk.test_cli import login, run
 
 pytest.importorskip("fastapi", reason="needs the server extra")
@@ -61,20 +61,6 @@ def server_settings() -> Iterator[dict[str, Any]]:
         drop_pg_database(name)
 
 
-def _sql(server: LiveServer, *statements: tuple[str, dict[str, Any]]) -> None:
-    from sqlalchemy import text
-
-    from layersched.server.db import make_engine
-
-    engine = make_engine(server.settings.database_url)
-    try:
-        with engine.begin() as conn:
-            for statement, values in statements:
-                conn.execute(text(statement), values)
-    finally:
-        engine.dispose()
-
-
 def _invite_code(out: str) -> str:
     match = re.search(r"^(lsi_\S+)$", out, re.MULTILINE)
     assert match is not None, out
@@ -104,7 +90,7 @@ def hostile(
     assert code == 1, out + err
     worker_thread.fail = False
     # Stored before the fix: names the server refuses now, messages and output a policy wrote.
-    _sql(
+    run_sql(
         s,
         ("UPDATE users SET name = :v WHERE name = 'carol'", {"v": NAMES["user"]}),
         ("UPDATE teams SET name = :v WHERE name = 'ants'", {"v": NAMES["team"]}),

@@ -22,6 +22,26 @@ ADMIN_ROUTES = [
     ("post", "/api/v1/admin/evalsets/sample/reveal", None),
     ("get", "/api/v1/admin/audit-log", None),
     ("get", "/api/v1/admin/evaluations/1", None),
+    # Running a term (issue 32)
+    ("post", "/api/v1/admin/users/import", {"rows": []}),
+    ("get", "/api/v1/admin/users", None),
+    ("post", "/api/v1/admin/users/bob/disable", {}),
+    ("post", "/api/v1/admin/users/bob/enable", None),
+    ("post", "/api/v1/admin/users/bob/links", None),
+    ("get", "/api/v1/admin/submissions", None),
+    ("get", "/api/v1/admin/exports/board?phase=main", None),
+    ("get", "/api/v1/admin/exports/submissions?phase=main", None),
+    ("get", "/api/v1/admin/exports/episodes?phase=main", None),
+    ("get", "/api/v1/admin/exports/bundles?phase=main", None),
+    ("post", "/api/v1/admin/quota/grants", {"phase": "main", "user": "alice", "extra": 1}),
+    ("get", "/api/v1/admin/quota/grants", None),
+    ("post", "/api/v1/admin/bulk/rerun", {"ids": [1], "dry_run": True}),
+    ("post", "/api/v1/admin/bulk/disqualify", {"ids": [1], "reason": "x", "dry_run": True}),
+    ("get", "/api/v1/admin/analytics", None),
+    ("post", "/api/v1/admin/webhooks", {"url": "https://x.org/hook"}),
+    ("get", "/api/v1/admin/webhooks", None),
+    ("delete", "/api/v1/admin/webhooks/1", None),
+    ("post", "/api/v1/admin/webhooks/1/test", None),
 ]
 ROUTE_IDS = [f"{m}:{p.removeprefix('/api/v1/admin/')}" for m, p, _ in ADMIN_ROUTES]
 

@@ -321,24 +321,30 @@ def test_a_board_on_another_track_shows_its_reference(stand_in_server: tuple[str
     assert "1.0 is FirstFit's level" in board
 
 
-@pytest.fixture(scope="module")
-def offline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[str]]]:
-    """The server and Chromium in a network namespace of their own with only a loopback: no internet, no CDN."""
+@contextmanager
+def loopback_namespace(prefix: str) -> Iterator[list[str]]:
+    """A network namespace with only a loopback (no route out); the command prefix that runs a program in it."""
     if shutil.which("ip") is None:
         pytest.fail("the 'ip' command (Debian package iproute2) is needed to make a network namespace")
-    root = tmp_path_factory.mktemp("offline")
-    database_url = migrated_sqlite(root)
-    namespace = f"layersched-offline-{secrets.token_hex(4)}"
+    namespace = f"{prefix}-{secrets.token_hex(4)}"
     subprocess.run(["ip", "netns", "add", namespace], check=True)
     try:
         wrapper = ["ip", "netns", "exec", namespace]
         subprocess.run([*wrapper, "ip", "link", "set", "lo", "up"], check=True)
         routes = subprocess.run([*wrapper, "ip", "route", "show"], capture_output=True, text=True, check=True)
         assert routes.stdout.strip() == "", f"the namespace must have no route out: {routes.stdout}"
-        with uvicorn_server(database_url, root, wrapper) as base:
-            yield base, wrapper
+        yield wrapper
     finally:
         subprocess.run(["ip", "netns", "del", namespace], check=False)
+
+
+@pytest.fixture(scope="module")
+def offline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[str]]]:
+    """The server and Chromium in a network namespace of their own with only a loopback: no internet, no CDN."""
+    root = tmp_path_factory.mktemp("offline")
+    database_url = migrated_sqlite(root)
+    with loopback_namespace("layersched-offline") as wrapper, uvicorn_server(database_url, root, wrapper) as base:
+        yield base, wrapper
 
 
 # Swagger UI and ReDoc fetch the OpenAPI document after the page has loaded: Chromium waits this long (of virtual

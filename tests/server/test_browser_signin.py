@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -100,8 +101,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, d
         yield base, plain, ids
 
 
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[WebDriver]:
+@contextmanager
+def webdriver(profile: Path) -> Iterator[WebDriver]:
+    """chromedriver on a free port of this network namespace's loopback, and a browser session of it."""
     if not Path(CHROMEDRIVER).exists():
         pytest.fail(f"chromedriver is needed at {CHROMEDRIVER} (Debian package 'chromium-driver')")
     port = free_port()
@@ -117,7 +119,7 @@ def browser(tmp_path: Path) -> Iterator[WebDriver]:
                 pass
             assert process.poll() is None and time.monotonic() < deadline, "chromedriver did not start"
             time.sleep(0.2)
-        driver = WebDriver(url, tmp_path / "profile")
+        driver = WebDriver(url, profile)
         try:
             yield driver
         finally:
@@ -125,6 +127,12 @@ def browser(tmp_path: Path) -> Iterator[WebDriver]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[WebDriver]:
+    with webdriver(tmp_path / "profile") as driver:
+        yield driver
 
 
 def test_a_participant_signs_in_and_reads_their_failed_submission(
