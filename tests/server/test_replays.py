@@ -348,3 +348,35 @@ def test_under_the_ladder_a_rows_metrics_are_its_shown_submissions(
         assert (row["submission_name"], row["score"], row["metrics"]) == ("first", 0.95, {"mean_completion": 111.25})
         page = c.get("/?sort=mean_completion").text
         assert "111.2" in page and "999.8" not in page and "999.75" not in page
+
+
+def test_a_failed_public_episode_shows_its_schedule_up_to_the_step_at_fault(
+    client: Any, db: Session, world: dict[str, Any], tmp_path: Path
+) -> None:
+    """An episode that ended at a refused action keeps the actions accepted before it: its page draws them, beside
+    the reference's whole run, and says where it ended."""
+    from layersched.worker.replays import PublicEpisodes
+
+    row = db.scalar(select(EvalSet).where(EvalSet.name == "jobs-mixed"))
+    made, evaluation_id = public_runs.submission(db, world["alice"].user, row, "alice's second")
+    job = world["evalset"].jobs()[0]
+    accepted = world["played"][(job.scenario_name, job.episode.id)][:7]
+    storage.record_episode_result(
+        session=db,
+        evaluation_id=evaluation_id,
+        scenario=job.scenario_name,
+        episode_id=job.episode.id,
+        split="public",
+        hidden=False,
+        status="invalid_action",
+        step=7,
+        message="step 7: policy returned slot 42, outside 0..9 (None or 10 for void)",
+        trace_hash=trace_hash(accepted),
+        n_actions=7,
+        replay=PublicEpisodes(world["evalset"], tmp_path / "baselines").replay_input(job, accepted),
+    )
+    page = _signed_in(client, world["alice"]).get(f"/submissions/{made.id}/episodes/small/{job.episode.id}")
+    assert page.status_code == 200, page.text
+    assert "The episode ended at step 7 (invalid_action): this is its schedule up to there." in page.text
+    table = _signed_in(client, world["alice"]).get(f"/submissions/{made.id}").text
+    assert f'data-episode="small/{job.episode.id}"' in table and "invalid_action" in table
