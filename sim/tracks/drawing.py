@@ -171,11 +171,17 @@ def gantt(
     row_px: int = ROW_PX,
     gap_px: int = LANE_GAP_PX,
     label_every: int = 1,
+    min_lane_px: int = 0,
 ) -> str:
     """Panels of lanes, one above the other, on one time axis: each item's segments as bars at its lane's row.
-    ``label_every``: name only every so many lanes (a lane per job is too thin for every name)."""
+    ``label_every``: name only every so many lanes (a lane per job is too thin for every name); ``min_lane_px``: no
+    lane lower than this (thin rows of a lane with few of them, beside one with many, still show its name)."""
+
+    def lane_px(lane: Lane) -> int:
+        return max(lane.rows * row_px, min_lane_px)
+
     top = 22.0 + (16 if legend else 0)
-    height = top + sum(PANEL_HEAD_PX + sum(lane.rows * row_px + gap_px for lane in p.lanes) for p in panels)
+    height = top + sum(PANEL_HEAD_PX + sum(lane_px(lane) + gap_px for lane in p.lanes) for p in panels)
     width = LABEL_PX + PLOT_PX + RIGHT_PX
     parts = _open(width, height + AXIS_PX, title, axis)
     if legend:
@@ -188,14 +194,14 @@ def gantt(
         lane_top: list[float] = []
         for lane in panel.lanes:
             lane_top.append(y)
-            y += lane.rows * row_px + gap_px
+            y += lane_px(lane) + gap_px
         by_lane: dict[int, list[str]] = {}
         for item in panel.items:
             by_lane.setdefault(item.lane, []).append(_item(item, axis, lane_top[item.lane], row_px))
         for mark in panel.marks:
             by_lane.setdefault(mark.lane, []).append(_mark(mark, axis, lane_top[mark.lane], row_px))
         for i, lane in enumerate(panel.lanes):
-            h = lane.rows * row_px
+            h = lane_px(lane)
             label = ""
             if i % label_every == 0:
                 name = (
@@ -228,7 +234,8 @@ def _item(item: Item, axis: TimeAxis, lane_top: float, row_px: int) -> str:
 
 def _mark(mark: Mark, axis: TimeAxis, lane_top: float, row_px: int) -> str:
     x, y = axis.x(mark.time), lane_top + mark.row * row_px
-    return f'<path class="mark" d="M{fmt(x)} {fmt(y)}l3 5h-6z"><title>{escape(mark.title)}</title></path>'
+    title = f"<title>{escape(mark.title)}</title>" if mark.title else ""  # none: its item's title says it
+    return f'<path class="mark" d="M{fmt(x)} {fmt(y)}l3 5h-6z">{title}</path>'
 
 
 @dataclass(frozen=True)
