@@ -4,9 +4,10 @@ Two measurements, each refused unless both sides give the same numbers:
 
 * ``table``: ``python -m layersched.sim`` (the lab's baseline table: 6 baselines x 5 seeds x 500 tasks) as a whole
   process, against the lab's own ``sim.py`` as a whole process. The lab's file is cut from the lab text
-  (``../shared/seeds/000_*.txt``, or ``--lab-text``) and run on the lab catalog written out as its ``images.json``.
-  The two processes alternate; the printed tables must agree to the digit, and the table's per-seed means must equal,
-  bit for bit, those of ``layersched.sim.reference_baselines`` (the lab's way of writing the baselines) in-process.
+  (``../shared/seeds/000_*.txt``, or ``--lab-text``) and run on the lab catalog written out as its ``images.json``. The
+  two processes alternate; the printed tables must agree to the digit, and the table's per-seed means must equal, bit
+  for bit, those of ``layersched.sim.tracks.layers_v1.reference_baselines`` (the lab's way of writing the baselines)
+  in-process.
 * ``rows``: the baseline rows of the 150-episode challenge template (a real set drawn from
   ``hidden_seeds/challenge-example.toml`` with fresh keys in a temporary folder), as ``layersched serve`` computes
   them (``score_baselines`` on every core), against the previous code: the reference baselines, one episode after
@@ -28,12 +29,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from layersched.sim.catalog import load_catalog
 from layersched.sim.evalset import EpisodeRecord, baseline_bundle_id, evaluate_policy, new_evalset, score_baselines
-from layersched.sim.lab_table import baseline_table
 from layersched.sim.ordered_pool import available_cores
-from layersched.sim.reference_baselines import REFERENCE_BASELINES
-from layersched.sim.scenario import Scenario
+from layersched.sim.tracks.layers_v1.catalog import load_catalog
+from layersched.sim.tracks.layers_v1.reference_baselines import REFERENCE_BASELINES
+from layersched.sim.tracks.layers_v1.scenario import Scenario
+from layersched.sim.tracks.layers_v1.table import baseline_table
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB_START = "# sim.py："  # the first line of the lab's sim.py in the lab text

@@ -32,7 +32,7 @@ from layersched.server.db import make_engine
 from layersched.server.models import EpisodeResult, Evaluation, Submission
 from tests.pipeline.stack import Stack, running_stack, wait_for
 
-GREEDY = b"""from layersched.sim.baselines import greedy_estimate
+GREEDY = b"""from layersched.sim.tracks.layers_v1.baselines import greedy_estimate
 
 
 def policy(env, task, rng):

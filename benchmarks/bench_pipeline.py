@@ -38,7 +38,7 @@ from tests.pipeline.stack import SAMPLE, Stack, running_stack, wait_for
 
 CHALLENGE_TEMPLATE = Path(__file__).resolve().parents[1] / "hidden_seeds" / "challenge-example.toml"
 
-GREEDY = b"""from layersched.sim.baselines import greedy_estimate
+GREEDY = b"""from layersched.sim.tracks.layers_v1.baselines import greedy_estimate
 
 
 def policy(env, task, rng):

@@ -28,9 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from layersched.sim.episode import trace_hash
 from layersched.sim.episode_report import episode_report, reference_actions, report_html
-from layersched.sim.episodes import EpisodeSpec, SeededRandom, policy_seed
+from layersched.sim.episodes import EpisodeSpec, SeededRandom, policy_seed, trace_hash
 from layersched.sim.tracks import get_track
 from layersched.sim.tracks.schedules import decode_actions, encode_actions, schedule_views
 
@@ -54,7 +53,7 @@ def cases() -> list[tuple[str, Any, str, int]]:
     ]
     layers = get_track("layers-v1")
     if schedule_views(layers) is not None:
-        from layersched.sim.scenario import Scenario
+        from layersched.sim.tracks.layers_v1.scenario import Scenario
 
         out.insert(0, ("layers-v1", Scenario(n_tasks=500), "Random", 3))
     return out

@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from layersched.sim.env import ClusterEnv
-from layersched.sim.episode import run_episode
 from layersched.sim.episodes import EpisodeSpec, policy_seed
-from layersched.sim.scenario import Scenario
+from layersched.sim.tracks.layers_v1.env import ClusterEnv
+from layersched.sim.tracks.layers_v1.episode import run_episode
+from layersched.sim.tracks.layers_v1.scenario import Scenario
 from layersched.worker.sandbox.episode_process import configure_torch, seed_globals
 from layersched.worker.sandbox.limits import SandboxLimits
 from layersched.worker.sandbox.outcomes import EpisodeJob, EpisodeOutcome

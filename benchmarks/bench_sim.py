@@ -16,10 +16,10 @@ refuses to report figures otherwise.
 
 The live row times each call on its own: the timer (about 0.1 us a call) is in both sides' figures.
 
-layersched.sim runs twice: as installed (``observe()`` through its C kernel, sim/_observe.c, where pip built it) and
-with ``observe_kernel = None`` (observe()'s Python loop, which the sandbox image runs and which is the kernel's
-definition). Both are checked against the transcription before timing. Greedy does not call ``observe()``, so its
-two figures differ only by noise.
+layersched.sim runs twice: as installed (``observe()`` through its C kernel, sim/tracks/layers_v1/_observe.c, where pip
+built it) and with ``observe_kernel = None`` (observe()'s Python loop, which the sandbox image runs and which is the
+kernel's definition). Both are checked against the transcription before timing. Greedy does not call ``observe()``, so
+its two figures differ only by noise.
 
 Run: ``python benchmarks/bench_sim.py [--repeats 5] [--seeds 5]``
 """
@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from layersched.sim.baselines import greedy_estimate
-from layersched.sim.catalog import load_catalog
-from layersched.sim.env import ClusterEnv
-from layersched.sim.scenario import Scenario
+from layersched.sim.tracks.layers_v1.baselines import greedy_estimate
+from layersched.sim.tracks.layers_v1.catalog import load_catalog
+from layersched.sim.tracks.layers_v1.env import ClusterEnv
+from layersched.sim.tracks.layers_v1.scenario import Scenario
 
 # ----------------------------------------------------------------------------- the reference transcription
 

@@ -8,8 +8,8 @@ extra passes: what is left is the cost of the calls alone. It is not a substitut
 simulator can execute fewer instructions more slowly), but it compares two variants of ``observe()`` to within a
 fraction of a percent in a minute.
 
-layersched.sim is counted twice: with observe()'s C kernel (sim/_observe.c, the default where it was built) and with
-its Python loop alone (``observe_kernel = None``, what the sandbox image runs).
+layersched.sim is counted twice: with observe()'s C kernel (sim/tracks/layers_v1/_observe.c, the default where it was
+built) and with its Python loop alone (``observe_kernel = None``, what the sandbox image runs).
 
 Run: ``python benchmarks/count_observe_instructions.py [--passes 50]`` (needs valgrind).
 """
@@ -30,10 +30,10 @@ def observe_passes(which: str, passes: int) -> None:
     sys.path.insert(0, str(HERE))
     from bench_sim import WARMUP, LabEnv, lab_greedy, warm_up
 
-    from layersched.sim.baselines import greedy_estimate
-    from layersched.sim.catalog import load_catalog
-    from layersched.sim.env import ClusterEnv
-    from layersched.sim.scenario import Scenario
+    from layersched.sim.tracks.layers_v1.baselines import greedy_estimate
+    from layersched.sim.tracks.layers_v1.catalog import load_catalog
+    from layersched.sim.tracks.layers_v1.env import ClusterEnv
+    from layersched.sim.tracks.layers_v1.scenario import Scenario
 
     catalog = load_catalog("lab")
     if which.startswith("layersched"):

@@ -25,8 +25,7 @@ from layersched.server import storage
 from layersched.server.admin import upgrade_database
 from layersched.server.config import Settings
 from layersched.server.db import make_engine, make_sessionmaker
-from layersched.sim.episode import trace_hash
-from layersched.sim.episodes import EpisodeSpec, policy_seed
+from layersched.sim.episodes import EpisodeSpec, policy_seed, trace_hash
 from layersched.sim.evalset import EvalScenario, EvalSet, evalset_file, load_evalset, score_baselines
 from layersched.sim.evalset.parse import sample_set_name
 from layersched.sim.tracks import get_track

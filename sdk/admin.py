@@ -5,8 +5,8 @@ cannot: ``admin evalset new`` writes a secret file on the organiser's machine (`
 ``admin user add --bootstrap`` creates the very first organiser directly in the server's database, before any
 token exists (``layersched.sdk.bootstrap``: which database, its schema, the ``server`` extra).
 
-``admin phase ...`` is in ``admin_phases`` and ``admin team ...`` in ``teams`` (beside the participants' ``team``);
-this module adds them under ``admin``.
+``admin phase ...`` is in ``admin_phases``, ``admin challenge ...`` in ``challenge`` and ``admin team ...`` in
+``teams`` (beside the participants' ``team``); this module adds them under ``admin``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from layersched.sdk.admin_submissions import add_submissions_parser
 from layersched.sdk.admin_users import add_user_commands
 from layersched.sdk.admin_webhooks import add_webhook_parser
 from layersched.sdk.arguments import phase_name
+from layersched.sdk.challenge import add_challenge_parser
 from layersched.sdk.commands import AddCommand, configured_client, missing_action
+from layersched.sdk.confirm import add_yes_argument, confirm
 from layersched.sdk.errors import ConfigError
 from layersched.sdk.progress import ProgressBar
 from layersched.sdk.teams import add_admin_team_parser
@@ -152,25 +154,31 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         cmd_evalset_reveal,
         "reveal NAME on the server",
         "Mark a set revealed on the server, after the challenge; then publish its file, so that anyone can check\n"
-        "it against the commitment published before (`layersched evalset verify FILE COMMITMENT`).",
-        "  layersched admin evalset reveal spring\n",
+        "it against the commitment published before (`layersched evalset verify FILE COMMITMENT`). Refused while\n"
+        "a phase on the set is open and its private board unpublished (its hidden episodes would be known while\n"
+        "it still takes uploads) unless --force, which the audit log records; once revealed, no new phase may use\n"
+        "the set. Asks for confirmation on a terminal; --yes in scripts.",
+        "  layersched admin evalset reveal spring\n  layersched admin evalset reveal spring --yes\n",
     )
     p.add_argument("name", help="evaluation set name")
+    p.add_argument("--force", action="store_true", help="reveal even while a phase on it is open and unpublished")
+    add_yes_argument(p)
 
     p = add(
         actions,
         "rerun",
         cmd_rerun,
         "evaluate submissions again (new evaluations, no quota)",
-        "Queue a new evaluation of the same submission, optionally on another evaluation set. Several ids or\n"
-        "filter options rerun many at once: they are listed first (--dry-run stops there), then asked for\n"
-        "(--yes answers); one with an evaluation queued or running already is skipped.",
-        "  layersched admin rerun 12\n  layersched admin rerun 12 --evalset final --wait\n"
+        "Queue a new evaluation of the same submission on the evaluation set of its phase (the set it was scored\n"
+        "on), or with --evalset on another registered set (such a score counts on no board). It never counts\n"
+        "against a quota. Several ids or filter options rerun many at once: they are listed first (--dry-run\n"
+        "stops there), then asked for (--yes answers); one with an evaluation queued or running is skipped.",
+        "  layersched admin rerun 12\n  layersched admin rerun 12 --evalset spring-v2 --wait\n"
         "  layersched admin rerun --phase final --state failed --category infrastructure_error --dry-run\n"
         "  layersched admin rerun 12 14 15 --yes\n",
     )
     p.add_argument("ids", nargs="*", type=int, metavar="ID", help="submission ids (or filter options)")
-    p.add_argument("--evalset", help="evaluation set name (default: the set of the submission's phase)")
+    p.add_argument("--evalset", help="a registered set's name (default: the set of the submission's phase)")
     p.add_argument("--wait", action=argparse.BooleanOptionalAction, default=False, help="follow it (default: no)")
     add_bulk_options(p)
 
@@ -204,9 +212,11 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         "disqualify",
         cmd_disqualify,
         "disqualify submissions with a reason",
-        "Remove a submission from the leaderboard; the reason is kept and shown. Several ids or filter options\n"
-        "disqualify many at once: they are listed first (--dry-run stops there), then asked for (--yes answers).",
+        "Remove a submission from the leaderboard; the reason is kept and shown. Asks for confirmation on a\n"
+        "terminal; --yes in scripts. Several ids or filter options disqualify many at once: they are listed\n"
+        "first (--dry-run stops there), then asked for (--yes answers).",
         '  layersched admin disqualify 12 --reason "reads the evaluation-set file"\n'
+        '  layersched admin disqualify 12 --reason "two accounts" --yes\n'
         '  layersched admin disqualify --owner mallory --reason "shared code" --dry-run\n',
     )
     p.add_argument("ids", nargs="*", type=int, metavar="ID", help="submission ids (or filter options)")
@@ -230,12 +240,15 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         "publish",
         cmd_publish,
         "publish a phase's private leaderboard",
-        "Make the phase's private split (its final ranking) visible to everyone; it closes the phase's uploads.",
-        "  layersched admin publish --phase final\n",
+        "Make the phase's private split (its final ranking) visible to everyone, once and for good; it closes the\n"
+        "phase. Asks for confirmation on a terminal; --yes in scripts.",
+        "  layersched admin publish --phase final\n  layersched admin publish --phase final --yes\n",
     )
     p.add_argument("--phase", type=phase_name, help="whose board (default: the only open phase)")
+    add_yes_argument(p)
 
     add_phase_parser(actions, add)
+    add_challenge_parser(actions, add)
     add_admin_team_parser(actions, add)
     add_submissions_parser(actions, add)
     add_export_parser(actions, add)
@@ -328,8 +341,10 @@ def cmd_evalset_new(args: argparse.Namespace) -> int:
 
 
 def cmd_evalset_reveal(args: argparse.Namespace) -> int:
+    force = " (--force: while a phase on it is open)" if args.force else ""
+    confirm(f"reveal evaluation set {args.name!r}{force}", yes=args.yes)
     with configured_client() as client:
-        client.admin_reveal_evalset(args.name)
+        client.admin_reveal_evalset(args.name, force=args.force)
     print(f"revealed evaluation set {args.name!r}")
     return 0
 
@@ -352,7 +367,8 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     (submission_id,) = args.ids
     with configured_client() as client:
         evaluation = client.admin_rerun(submission_id, evalset=args.evalset)
-        print(f"queued evaluation #{evaluation.id} (rerun) of submission #{submission_id}")
+        on = f" on {evaluation.evalset_name!r}" if evaluation.evalset_name else ""
+        print(f"queued evaluation #{evaluation.id} (rerun{on}) of submission #{submission_id}")
         if not args.wait:
             return 0
         final = _follow(client, evaluation.id)
@@ -400,6 +416,7 @@ def cmd_disqualify(args: argparse.Namespace) -> int:
     if is_bulk(args):
         return cmd_bulk_disqualify(args)
     (submission_id,) = args.ids
+    confirm(f"disqualify submission #{submission_id} ({args.reason})", yes=args.yes)
     with configured_client() as client:
         client.admin_disqualify(submission_id, reason=args.reason)
     print(f"disqualified submission #{submission_id}: {args.reason}")
@@ -415,6 +432,8 @@ def cmd_freeze(args: argparse.Namespace) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
+    which = f"phase {args.phase}" if args.phase else "the only open phase"
+    confirm(f"publish the private leaderboard (the final ranking) of {which}", yes=args.yes)
     with configured_client() as client:
         state = client.admin_publish(phase=args.phase)
     print(f"private leaderboard of phase {state.phase} published")

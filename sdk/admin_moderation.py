@@ -6,12 +6,11 @@ One id and no filter is the single action ``admin`` has always had."""
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from layersched.sdk.admin_submissions import add_filter_options, chosen
 from layersched.sdk.commands import configured_client
-from layersched.sdk.confirm import confirm
+from layersched.sdk.confirm import add_yes_argument, confirm
 from layersched.sdk.errors import ConfigError
 from layersched.sdk.tables import text_table
 
@@ -22,7 +21,7 @@ def add_bulk_options(parser: argparse.ArgumentParser) -> None:
     """The filter options, --dry-run and --yes, on a command whose positional ``ids`` take several ids."""
     add_filter_options(parser)
     parser.add_argument("--dry-run", action="store_true", help="list what would be touched, and touch nothing")
-    parser.add_argument("--yes", action="store_true", help="do not ask before acting on several submissions")
+    add_yes_argument(parser)
 
 
 def is_bulk(args: argparse.Namespace) -> bool:
@@ -62,9 +61,7 @@ def _plan(args: argparse.Namespace, verb: str, ask: Any) -> tuple[Any, list[int]
     if args.dry_run:
         print(f"would {verb} these {result.count} submissions (dry run: nothing was done)")
         return None
-    if not confirm(f"{verb.capitalize()} these {result.count} submissions?", assume_yes=args.yes):
-        print("nothing was done", file=sys.stderr)
-        return None
+    confirm(f"{verb} these {result.count} submissions", yes=args.yes)
     return result, [s.id for s in result.submissions]
 
 

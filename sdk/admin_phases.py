@@ -36,8 +36,9 @@ def add_phase_parser(actions: Any, add: AddCommand) -> None:
         "create",
         cmd_phase_create,
         "create a phase on a registered evaluation set",
-        "The set must be registered on the server (the worker registers LAYERSCHED_EVALSET_PATH and\n"
-        "`layersched worker --register FILE`'s). Times are ISO 8601; without an offset they are UTC.",
+        "The set must be registered with the service: `layersched evalset register FILE` where its file is (a\n"
+        "worker host), or LAYERSCHED_EVALSET_PATH and LAYERSCHED_EXTRA_EVALSET_PATHS of `layersched serve`.\n"
+        "Times are ISO 8601; without an offset they are UTC. A whole challenge's phases at once: admin challenge.",
         "  layersched admin phase create dev --evalset sample --title Development\n"
         "  layersched admin phase create final --evalset spring --opens 2027-02-01T00:00Z "
         "--closes 2027-03-01T12:00Z --quota 2\n",

@@ -2,10 +2,15 @@
 
 The limits are the server's defaults (50 MB upload, 50 MB unpacked, 100 files; paths of at most 1024 bytes, name
 parts of at most 255) and are checked here first, so a student learns about a forgotten checkpoint folder before
-uploading it. Links are refused (the server refuses them
-too, and following them could ship files from outside the directory). Caches (``__pycache__``, ``*.pyc``, ``.git``,
-``.ipynb_checkpoints``) are left out. The archive is deterministic (sorted names, zero times and owners), so the
-same files always give the same SHA-256, the bundle hash every evaluation records.
+uploading it. Links are refused (the server refuses them too, and following them could ship files from outside the
+directory). A directory is searched whole and every problem is reported at once (``BundleError.problems``).
+
+Left out, and named in ``Bundle.skipped`` so that ``validate`` and ``submit`` can say so: caches (``__pycache__``,
+``*.pyc``, ``.git``, ``.ipynb_checkpoints``, tool caches), virtual environments (a folder with ``pyvenv.cfg`` or
+``conda-meta``: a training venv inside the kit is hundreds of MB the sandbox never uses), the kit's own files
+(``layersched-kit.toml``, ``.layerschedignore``) and whatever ``.layerschedignore`` at the bundle's top excludes
+(gitignore syntax). The archive is deterministic (sorted names, zero times and owners), so the same files always
+give the same SHA-256, the bundle hash every evaluation records.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import stat
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from layersched.sdk.errors import BundleError
 from layersched.sdk.progress import format_bytes
@@ -31,8 +37,35 @@ MAX_FILES = 100
 MAX_PATH_BYTES = 1024
 MAX_PART_BYTES = 255
 ENTRY_POINT = "policy.py"
-SKIPPED_DIRS = frozenset({"__pycache__", ".git", ".ipynb_checkpoints", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
+SKIPPED_DIRS = frozenset(
+    {
+        "__pycache__",
+        ".git",
+        ".hg",
+        ".svn",
+        ".ipynb_checkpoints",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".tox",
+        ".nox",
+        ".hypothesis",
+    }
+)
 SKIPPED_SUFFIXES = (".pyc", ".pyo")
+IGNORE_FILE = ".layerschedignore"
+# The kit's own files: what `layersched init` writes for the CLI, not for the policy (kit_track.KIT_FILE).
+META_FILES = frozenset({IGNORE_FILE, "layersched-kit.toml"})
+# A folder holding one of these is a virtual environment (venv, virtualenv, uv) or a conda environment.
+_ENV_MARKERS = ("pyvenv.cfg", "conda-meta")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file or folder of the directory that the bundle leaves out, and why."""
+
+    path: str  # relative, ``/``-separated; a folder ends with ``/``
+    why: str  # "a cache", "a virtual environment", ".layerschedignore", "the kit's own file"
 
 
 @dataclass(frozen=True)
@@ -44,6 +77,7 @@ class Bundle:
     files: tuple[str, ...]
     unpacked_bytes: int
     source: Path
+    skipped: tuple[Skipped, ...] = ()
 
     @property
     def sha256(self) -> str:
@@ -64,7 +98,16 @@ class Bundle:
 
 
 def collect_files(path: str | os.PathLike[str], *, max_files: int = MAX_FILES) -> list[tuple[str, Path]]:
-    """The files a bundle of ``path`` holds, as (archive name, path on disk), sorted; raises ``BundleError``."""
+    """The files a bundle of ``path`` holds, as (archive name, path on disk), sorted; raises ``BundleError`` with
+    every problem found."""
+    return scan_files(path, max_files=max_files)[0]
+
+
+def scan_files(
+    path: str | os.PathLike[str], *, max_files: int = MAX_FILES
+) -> tuple[list[tuple[str, Path]], list[Skipped]]:
+    """The files a bundle of ``path`` holds (archive name, path on disk), sorted, and what it leaves out; raises
+    ``BundleError`` listing every problem of the directory (links, special files, names, the file count)."""
     source = Path(path)
     if source.is_symlink():
         raise BundleError(f"{source} is a symbolic link; submit the file or directory it points to")
@@ -73,37 +116,96 @@ def collect_files(path: str | os.PathLike[str], *, max_files: int = MAX_FILES) -
     if source.is_file():
         if source.suffix != ".py":
             raise BundleError(f"{source} is not a .py file; submit a policy .py file or a directory with {ENTRY_POINT}")
-        return [(source.name, source)]
+        return [(source.name, source)], []
     if not source.is_dir():
         raise BundleError(f"{source} is neither a regular file nor a directory")
     if not (source / ENTRY_POINT).is_file() or (source / ENTRY_POINT).is_symlink():
         raise BundleError(f"{source} has no {ENTRY_POINT} at its top; a directory bundle needs one")
+    ignored = _ignore_spec(source)
     found: list[tuple[str, Path]] = []
+    skipped: list[Skipped] = []
+    problems: list[str] = []
     for dirpath, dirnames, filenames in os.walk(source):
         here = Path(dirpath)
-        for name in list(dirnames):
+        for name in sorted(dirnames):
             full = here / name
-            if full.is_symlink():
-                raise BundleError(f"{full} is a symbolic link; links are not allowed in a bundle")
-            if name in SKIPPED_DIRS:
+            relative = full.relative_to(source).as_posix() + "/"
+            why = _skipped_dir(full, name, relative, ignored)
+            if why is not None:  # a link that is left out anyway is no problem
+                skipped.append(Skipped(relative, why))
+                dirnames.remove(name)
+            elif full.is_symlink():
+                problems.append(f"{full} is a symbolic link; links are not allowed in a bundle")
                 dirnames.remove(name)
         dirnames.sort()
         for name in sorted(filenames):
             full = here / name
+            relative = full.relative_to(source).as_posix()
+            if name.endswith(SKIPPED_SUFFIXES):
+                continue  # compiled caches beside their sources: not worth a line each
+            if here == source and name in META_FILES:
+                skipped.append(Skipped(relative, "the kit's own file"))
+                continue
+            if ignored is not None and ignored.match_file(relative):
+                if relative == ENTRY_POINT:
+                    problems.append(f"{IGNORE_FILE} excludes {ENTRY_POINT}, the bundle's entry point")
+                else:
+                    skipped.append(Skipped(relative, IGNORE_FILE))
+                continue
             mode = full.lstat().st_mode
             if stat.S_ISLNK(mode):
-                raise BundleError(f"{full} is a symbolic link; links are not allowed in a bundle")
-            if not stat.S_ISREG(mode):
-                raise BundleError(f"{full} is not a regular file (device, socket or pipe)")
-            if name.endswith(SKIPPED_SUFFIXES):
-                continue
-            found.append((_archive_name(full, source), full))
-            if len(found) > max_files:
-                raise BundleError(
-                    f"{source} holds more than {max_files} files (limit {max_files}); "
-                    f"remove checkpoints or data you do not need at evaluation time"
-                )
-    return sorted(found)
+                problems.append(f"{full} is a symbolic link; links are not allowed in a bundle")
+            elif not stat.S_ISREG(mode):
+                problems.append(f"{full} is not a regular file (device, socket or pipe)")
+            else:
+                try:
+                    found.append((_archive_name(full, source), full))
+                except BundleError as exc:
+                    problems.append(str(exc))
+    if len(found) > max_files:
+        problems.append(
+            f"{source} holds {len(found)} files, more than {max_files} files (the limit); remove checkpoints or data "
+            f"you do not need at evaluation time, or list them in {IGNORE_FILE}"
+        )
+    if problems:
+        raise BundleError.of(source, problems)
+    return sorted(found), skipped
+
+
+def _skipped_dir(full: Path, name: str, relative: str, ignored: Any) -> str | None:
+    """Why the folder ``full`` is left out of the bundle, or None when it is bundled."""
+    if name in SKIPPED_DIRS:
+        return "a cache"
+    if not full.is_symlink() and any((full / marker).exists() for marker in _ENV_MARKERS):
+        return "a virtual environment"
+    if ignored is not None and ignored.match_file(relative):
+        return IGNORE_FILE
+    return None
+
+
+def _ignore_spec(source: Path) -> Any:
+    """The patterns of ``source/.layerschedignore`` (gitignore syntax), None without the file."""
+    file = source / IGNORE_FILE
+    if not file.is_file():
+        return None
+    import pathspec
+
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BundleError(f"cannot read {file}: {exc}") from None
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def skipped_text(skipped: tuple[Skipped, ...] | list[Skipped], most: int = 6) -> str | None:
+    """``left out: .venv/ (a virtual environment), __pycache__/ (a cache), ...``; None when nothing worth a word was
+    left out (the kit's own files are not)."""
+    named = [s for s in skipped if s.why != "the kit's own file"]
+    if not named:
+        return None
+    shown = ", ".join(f"{s.path} ({s.why})" for s in named[:most])
+    more = f" and {len(named) - most} more" if len(named) > most else ""
+    return f"left out of the bundle: {shown}{more}"
 
 
 def _archive_name(path: Path, root: Path) -> str:
@@ -128,7 +230,7 @@ def make_bundle(
 ) -> Bundle:
     """Bundle a ``.py`` file (uploaded as is) or a directory (a deterministic tar.gz built in memory)."""
     source = Path(path)
-    files = collect_files(source, max_files=max_files)
+    files, skipped = scan_files(source, max_files=max_files)
     sizes = [(arcname, disk, disk.stat().st_size) for arcname, disk in files]
     total = sum(size for _, _, size in sizes)
     limit = max_bytes if source.is_file() else max_unpacked_bytes
@@ -140,7 +242,7 @@ def make_bundle(
         )
     if source.is_file():
         data = source.read_bytes()
-        return Bundle(source.name, data, (source.name,), len(data), source)
+        return Bundle(source.name, data, (source.name,), len(data), source, tuple(skipped))
     raw = io.BytesIO()
     # gzip with mtime=0 and no file name, so equal files give equal bytes and an equal bundle hash.
     with (
@@ -161,4 +263,4 @@ def make_bundle(
             f"upload limit; leave out checkpoints you do not need at evaluation time"
         )
     name = f"{source.resolve().name or 'bundle'}.tar.gz"
-    return Bundle(name, data, tuple(a for a, _, _ in sizes), total, source)
+    return Bundle(name, data, tuple(a for a, _, _ in sizes), total, source, tuple(skipped))

@@ -8,24 +8,21 @@ from __future__ import annotations
 
 import ast
 import inspect
-import sys
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from layersched.sdk.bundle import ENTRY_POINT, MAX_BYTES, MAX_FILES, MAX_UNPACKED_BYTES, Bundle
+from layersched.sdk.bundle import ENTRY_POINT, MAX_BYTES, MAX_FILES, MAX_UNPACKED_BYTES, Bundle, skipped_text
 from layersched.sdk.errors import PolicyCheckError
 from layersched.sdk.progress import format_bytes
+from layersched.sdk.sandbox_modules import sandbox_has, sandbox_holds
 from layersched.sim.errors import PolicyError
 from layersched.sim.tracks import DEFAULT_TRACK_ID, Track, get_track
-from layersched.sim.tracks.signature import signature_problem
+from layersched.sim.tracks.signature import argument_names, signature_problem
 
 Level = Literal["ok", "warning", "error"]
-
-# What the sandbox image holds (worker/sandbox: Python 3.11 slim + numpy + CPU torch + layersched.sim).
-SANDBOX_PACKAGES = frozenset({"numpy", "torch"})
-SANDBOX_LAYERSCHED = ("layersched.sim",)
 
 
 @dataclass(frozen=True)
@@ -52,6 +49,9 @@ def static_findings(bundle: Bundle, track: Track) -> list[Finding]:
             f"{format_bytes(bundle.unpacked_bytes)} (upload {format_bytes(len(bundle.data))}); limits: {limits_text()}",
         )
     ]
+    left_out = skipped_text(bundle.skipped)
+    if left_out is not None:
+        findings.append(Finding("ok", left_out))
     if len(bundle.data) > 0.8 * MAX_BYTES:
         findings.append(
             Finding(
@@ -74,27 +74,42 @@ def static_findings(bundle: Bundle, track: Track) -> list[Finding]:
     entry = bundle.entry_point.relative_to(root).as_posix()
     if entry in trees:
         findings.extend(_entry_point_findings(entry, trees[entry], track))
+    # Only what the policy's import reaches runs in the sandbox: a training or plotting script beside it may import
+    # what it likes (gymnasium, matplotlib).
+    reached = _reached(entry, trees)
     for name, tree in trees.items():
-        for lineno, module in _unguarded_imports(tree):
-            if _available(module, local):
+        if name not in reached:
+            continue
+        for lineno, module, guarded in _imports(tree):
+            if sandbox_has(module, local):
                 continue
             beside = _beside_single_file(bundle, module)
             if beside is not None:
                 findings.append(
                     Finding(
-                        "error",
+                        "warning" if guarded else "error",
                         f"{name}:{lineno}: imports {module!r} from {beside}, which is not in the bundle: a single "
                         f".py file is bundled alone; submit the directory instead, with this file as its {ENTRY_POINT}",
+                    )
+                )
+            elif guarded:
+                findings.append(
+                    Finding(
+                        "warning",
+                        f"{name}:{lineno}: imports {module!r} inside try/except ImportError: the sandbox does not "
+                        f"have it, so that code runs there without it (the sandbox holds {sandbox_holds()})",
                     )
                 )
             else:
                 findings.append(
                     Finding(
-                        "warning",
-                        f"{name}:{lineno}: imports {module!r}, which the sandbox image does not have "
-                        f"(available: the standard library, numpy, torch, layersched.sim and the bundle's own modules)",
+                        "error",
+                        f"{name}:{lineno}: imports {module!r}, which the sandbox does not have: the server would fail "
+                        f"the whole evaluation as import_error (the sandbox holds {sandbox_holds()}); drop the "
+                        "import, or guard it with try/except ImportError",
                     )
                 )
+    findings.extend(_files_left_beside(bundle, trees))
     return findings
 
 
@@ -109,6 +124,63 @@ def _beside_single_file(bundle: Bundle, module: str) -> Path | None:
     return None
 
 
+def _files_left_beside(bundle: Bundle, trees: dict[str, ast.Module]) -> list[Finding]:
+    """Warnings for files a single-file bundle's policy names in its text (``weights.pt``, ``"model.npz"``) that lie
+    beside it and so are left out: the policy reads them relative to ``__file__``, which in the sandbox holds the
+    one file alone."""
+    if not bundle.source.is_file():
+        return []
+    found = []
+    for name, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and 0 < len(node.value) <= 255:
+                text = node.value
+                if "/" in text or text.endswith(".py") or not (bundle.root / text).is_file():
+                    continue
+                if (bundle.root / text).resolve() == bundle.source.resolve():
+                    continue
+                found.append(
+                    Finding(
+                        "warning",
+                        f"{name}:{node.lineno}: reads {text!r}, a file beside it that a single-file bundle leaves out; "
+                        f"submit the directory instead, with this file as its {ENTRY_POINT}",
+                    )
+                )
+    return found
+
+
+def _reached(entry: str, trees: dict[str, ast.Module]) -> set[str]:
+    """The bundle's files that importing ``entry`` imports, itself included (by its import statements, guarded or
+    not, at any depth: what ``importlib`` loads by name is not seen)."""
+    reached, todo = set(), [entry]
+    while todo:
+        name = todo.pop()
+        if name in reached or name not in trees:
+            continue
+        reached.add(name)
+        package = name.rsplit("/", 1)[0] if "/" in name else ""
+        for node in ast.walk(trees[name]):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: from the file's package, one level up per extra dot
+                    parts = package.split("/") if package else []
+                    parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+                    base = ".".join([*parts, *([base] if base else [])])
+                targets = [base, *(f"{base}.{alias.name}" if base else alias.name for alias in node.names)]
+            for target in targets:
+                path = target.replace(".", "/")
+                for candidate in (f"{path}.py", f"{path}/__init__.py"):
+                    if candidate in trees:
+                        todo.append(candidate)
+                # a package's parents run their __init__ too
+                parts = path.split("/")
+                todo.extend(f"{'/'.join(parts[:i])}/__init__.py" for i in range(1, len(parts)))
+    return reached
+
+
 def _local_modules(files: tuple[str, ...]) -> set[str]:
     names = set()
     for name in files:
@@ -117,16 +189,10 @@ def _local_modules(files: tuple[str, ...]) -> set[str]:
     return names
 
 
-def _available(module: str, local: set[str]) -> bool:
-    top = module.split(".", 1)[0]
-    if top in sys.stdlib_module_names or top in SANDBOX_PACKAGES or top in local or top == "__future__":
-        return True
-    return any(module == m or module.startswith(m + ".") for m in SANDBOX_LAYERSCHED)
-
-
-def _unguarded_imports(tree: ast.Module) -> list[tuple[int, str]]:
-    """Absolute imports not inside ``try: ... except ImportError``, where a missing module is handled."""
-    found: list[tuple[int, str]] = []
+def _imports(tree: ast.Module) -> list[tuple[int, str, bool]]:
+    """Absolute imports, each with whether it is inside ``try: ... except ImportError`` (a missing module is then
+    handled)."""
+    found: list[tuple[int, str, bool]] = []
 
     def visit(node: ast.AST, guarded: bool) -> None:
         if isinstance(node, ast.Try):
@@ -137,11 +203,10 @@ def _unguarded_imports(tree: ast.Module) -> list[tuple[int, str]]:
             for other in rest:
                 visit(other, guarded)
             return
-        if not guarded:
-            if isinstance(node, ast.Import):
-                found.extend((node.lineno, alias.name) for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                found.append((node.lineno, node.module))
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name, guarded) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module, guarded))
         for child in ast.iter_child_nodes(node):
             visit(child, guarded)
 
@@ -224,7 +289,20 @@ def check_policy(
     try:
         checked.check_policy(call, scenario)
     except PolicyError as exc:
-        raise PolicyCheckError(str(exc)) from None
+        raise PolicyCheckError(in_own_names(str(exc), arguments, policy)) from None
+
+
+def in_own_names(message: str, arguments: str, policy: Callable[..., Any]) -> str:
+    """``message`` with the contract's argument names, where it uses them as code (``view.action(c, v)``,
+    ``candidates[c]``), in the policy's own (``obs.action(c, v)`` for ``def policy(obs, tasks, rng)``)."""
+    try:
+        own = [p.name for p in inspect.signature(policy).parameters.values()]
+    except (TypeError, ValueError):
+        return message
+    for contract, name in zip(argument_names(arguments), own, strict=False):
+        if name != contract:
+            message = re.sub(rf"\b{re.escape(contract)}(?=[.\[])", name, message)
+    return message
 
 
 def describe_path(path: Path) -> str:

@@ -34,9 +34,10 @@ from layersched.sim.tracks import load_track_module
 
 STUDENT_EPILOG = """\
 first steps:
-  pip install "layersched[torch]"
+  pip install "layersched[torch,gym]"
   layersched login --server https://challenge.example.org --token YOUR_TOKEN
-  layersched init my_policy && cd my_policy
+  layersched phases
+  layersched init my_policy --track jobs-v1 && cd my_policy
   layersched validate .
   layersched submit . --name first-try
 
@@ -47,7 +48,9 @@ Run `layersched COMMAND --help` for the options and examples of each command.
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="layersched",
-        description="Layer-aware container scheduling challenge: validate, submit and follow your policies.",
+        description="The scheduling challenge's CLI: make, validate, submit and follow your policies on its tracks\n"
+        "(layers-v1: layer-aware container placement; jobs-v1: multi-resource job scheduling; workflows-v1: DAG\n"
+        "workflows on heterogeneous VMs; `layersched phases` lists the server's), and run the service as an organiser.",
         epilog=STUDENT_EPILOG,
         formatter_class=Formatter,
     )

@@ -18,6 +18,7 @@ re-exported here, so ``from layersched.sdk.client import Submission`` keeps work
 from __future__ import annotations
 
 from layersched.sdk.api.admin import AdminApi
+from layersched.sdk.api.challenge import ChallengeApi
 from layersched.sdk.api.exports import ExportsApi
 from layersched.sdk.api.me import MeApi
 from layersched.sdk.api.moderation import ModerationApi
@@ -100,6 +101,7 @@ class Client(
     PhasesApi,
     TeamsApi,
     AdminApi,
+    ChallengeApi,
     UsersApi,
     ViewsApi,
     ExportsApi,

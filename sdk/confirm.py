@@ -1,23 +1,41 @@
-"""Asking before an action that is hard to undo (a bulk disqualification, many reruns): ``--yes`` answers for the
-organiser, a script without a terminal must give it."""
+"""Confirmation of the organisers' actions that cannot be undone (``admin publish``, ``disqualify``, ``evalset
+reveal``): asked on a terminal, given with ``--yes`` in scripts.
+
+Without a terminal and without ``--yes`` the action is refused rather than taken: a script that pipes into the CLI
+must say ``--yes`` once, on purpose, and nothing irreversible happens because stdin happened not to be a terminal.
+"""
 
 from __future__ import annotations
 
+import argparse
 import sys
-from typing import TextIO
+from collections.abc import Callable
 
 from layersched.sdk.errors import ConfigError
 
 
-def confirm(question: str, *, assume_yes: bool, stdin: TextIO | None = None, stderr: TextIO | None = None) -> bool:
-    """Whether to go ahead: True with ``assume_yes``; else the answer typed at the terminal (y or yes). Without a
-    terminal to ask on, ConfigError saying to add --yes (nothing is done)."""
-    if assume_yes:
-        return True
-    stdin = stdin if stdin is not None else sys.stdin
-    stderr = stderr if stderr is not None else sys.stderr
-    if not stdin.isatty():
-        raise ConfigError(f"{question} There is no terminal to ask on: add --yes to go ahead (nothing was done)")
-    stderr.write(f"{question} [y/N] ")
-    stderr.flush()
-    return stdin.readline().strip().lower() in ("y", "yes")
+def add_yes_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--yes", "-y", action="store_true", help="do it without asking (scripts: no terminal)")
+
+
+def confirm(
+    what: str,
+    *,
+    yes: bool,
+    interactive: Callable[[], bool] = lambda: sys.stdin.isatty(),
+    ask: Callable[[str], str] = input,
+) -> None:
+    """Go on when ``yes`` or when the person at the terminal answers y; else ``ConfigError`` naming ``what`` was not
+    done. ``what`` is the action in words (``publish the private leaderboard of phase final``)."""
+    if yes:
+        return
+    if not interactive():
+        raise ConfigError(f"not done: {what} asks for confirmation; pass --yes to do it without a terminal")
+    print(f"{what}: this cannot be undone.", file=sys.stderr)
+    try:
+        answer = ask("Go on? [y/N] ").strip().lower()
+    except EOFError:
+        answer = ""
+    if answer not in ("y", "yes"):
+        shown = repr(answer) if answer else "nothing"
+        raise ConfigError(f"not done: {what} (answered {shown}, not y)")

@@ -35,7 +35,19 @@ class ConfigError(LayerschedError):
 
 
 class BundleError(LayerschedError):
-    """A file or directory cannot be bundled for submission."""
+    """A file or directory cannot be bundled for submission; ``problems`` lists every reason found (a directory
+    is searched whole, so one run names them all), the message joins them."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or [message]
+
+    @classmethod
+    def of(cls, source: object, problems: list[str]) -> BundleError:
+        """One error for all of ``problems`` (at least one) of the bundle ``source``."""
+        if len(problems) == 1:
+            return cls(problems[0])
+        return cls(f"{len(problems)} problems with {source}: " + "; ".join(problems), problems)
 
 
 class PolicyCheckError(LayerschedError):

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from layersched.sdk.commands import AddCommand
-from layersched.sdk.errors import ConfigError
+from layersched.sdk.errors import ConfigError, LayerschedError
 from layersched.sim.arguments import positive_int
 
 
@@ -22,7 +22,10 @@ def add_hosting_parsers(sub: Any, add: AddCommand) -> None:
         cmd_serve,
         "run the whole service on this machine (organisers, demos)",
         "Start the API, the leaderboard pages and a worker with SQLite storage and an embedded broker; the\n"
-        "Docker sandbox when an engine is reachable, the process sandbox otherwise. Needs the server extra:\n"
+        "Docker sandbox when an engine is reachable, the process sandbox otherwise. Registers\n"
+        "LAYERSCHED_EVALSET_PATH (default: the sample) as the default phase's set and LAYERSCHED_EXTRA_EVALSET_PATHS\n"
+        "for other phases. --demo instead makes a phase on each track's public sample (layers, jobs, workflows),\n"
+        "demo users and one starter submission (once per data directory). Needs the server extra:\n"
         "pip install 'layersched[server]'.",
         "  layersched serve --demo                    # prints a demo organiser's and student's tokens\n"
         "  layersched serve --host 0.0.0.0 --port 8080 --data-dir /srv/layersched\n",
@@ -53,7 +56,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"layersched serve needs the server extra (missing module {exc.name!r}): pip install 'layersched[server]'"
         ) from None
-    return serve(host=args.host, port=args.port, data_dir=args.data_dir, demo=args.demo)
+    from layersched.server.errors import ServiceError
+
+    try:
+        return serve(host=args.host, port=args.port, data_dir=args.data_dir, demo=args.demo)
+    except ServiceError as exc:  # a set refused at registration (another file under a registered name)
+        raise LayerschedError(exc.message) from None
 
 
 def cmd_worker(args: argparse.Namespace) -> int:

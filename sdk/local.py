@@ -13,6 +13,8 @@ from typing import Any
 from layersched.sdk.checks import limits_text
 from layersched.sdk.commands import AddCommand, Formatter, fail
 from layersched.sdk.errors import ConfigError
+from layersched.sdk.evalsets_cli import add_register_parser
+from layersched.sdk.kit_track import KIT_FILE, find_kit_track, kit_text
 from layersched.sdk.progress import ProgressBar
 from layersched.sdk.validate import DEFAULT_DEADLINE_S
 from layersched.sim.arguments import positive_float, positive_int
@@ -32,9 +34,10 @@ def add_kit_parsers(sub: Any, add: AddCommand) -> None:
         f"({default_track.title.lower()}): policy.py (the contract, a template that works as is),\n"
         "train_reinforce.py (REINFORCE as in the lab), imitation_rl.py (clone "
         f"{default_track.reference_baseline}, then policy gradient),\n"
-        f"plot_curves.py, README.md. Known tracks: {', '.join(track_ids())}.",
+        f"plot_curves.py, README.md. Known tracks: {', '.join(track_ids())}. Every kit gets a layersched-kit.toml\n"
+        "naming its track: `validate` then scores on that track's public sample, `submit` sends to its open phase.",
         "  layersched init my_policy\n  layersched init . --force      # overwrite files of an older kit\n"
-        f"  layersched init my_policy --track {default_track.id}\n",
+        "  layersched init my_jobs --track jobs-v1\n",
     )
     p.add_argument("dir", type=Path, help="directory to create (or fill)")
     p.add_argument("--force", action="store_true", help="overwrite existing files")
@@ -51,9 +54,11 @@ def add_kit_parsers(sub: Any, add: AddCommand) -> None:
         "validate",
         cmd_validate,
         "check a policy locally and score it on the public sample",
-        "Check the bundle (size, files, links), syntax, the policy(env, task, rng) contract and imports the\n"
+        "Check the bundle (size, files, links), syntax, the policy contract of its track and imports the\n"
         "sandbox lacks, then run the policy on the public sample episodes in a separate process, with the\n"
-        "server's per-decision deadline and budgets, and print its score next to the six baselines.\n"
+        "server's per-decision deadline and budgets, and print its score next to the track's baselines. A kit\n"
+        "made by `layersched init --track` (its layersched-kit.toml) is checked against its track's contract and\n"
+        "scored on its track's public sample; a lone .py file against the lab's (layers-v1, sample).\n"
         f"A bundle holds {limits_text()}.\nExits 1 if something would fail on the server.",
         "  layersched validate my_policy.py\n  layersched validate my_policy/ --deadline 0.5\n"
         "  layersched validate my_policy/ --evalset sample --episodes 2\n"
@@ -70,7 +75,8 @@ def add_kit_parsers(sub: Any, add: AddCommand) -> None:
     p.add_argument(
         "--evalset",
         metavar="NAME|FILE",
-        help="a built-in set (sample: the public board's episodes, the default) or an evaluation-set file",
+        help="a built-in set (sample, jobs-sample, workflows-sample) or an evaluation-set file (default: the public "
+        "sample of the kit's track, else sample)",
     )
     p.add_argument(
         "--episodes",
@@ -103,10 +109,12 @@ def add_tool_parsers(sub: Any, add: AddCommand) -> None:
         sub,
         "evalset",
         cmd_evalset_verify,
-        "verify a revealed evaluation set",
-        "After the challenge the organisers publish the evaluation-set file; check that it matches the\n"
-        "commitment (SHA-256) they published before it.",
-        "  layersched evalset verify final.toml 9c1e...64 hex digits\n",
+        "verify a revealed evaluation set, or register sets with the service",
+        "After the challenge the organisers publish the evaluation-set file; `verify` checks that it matches\n"
+        "the commitment (SHA-256) they published before it. `register` (organisers, on a worker host) makes\n"
+        "evaluation-set files known to the service.",
+        "  layersched evalset verify final.toml 9c1e...64 hex digits\n"
+        "  layersched evalset register hidden_seeds/private/spring.toml sample\n",
     )
     ev = p.add_subparsers(dest="evalset_command", metavar="ACTION")
     ev.required = True
@@ -119,6 +127,7 @@ def add_tool_parsers(sub: Any, add: AddCommand) -> None:
     )
     v.add_argument("file", type=Path, help="the evaluation-set file")
     v.add_argument("commitment", help="the published SHA-256 (64 hex digits)")
+    add_register_parser(ev, add)
 
 
 def _known_track(name: str) -> Track:
@@ -133,7 +142,7 @@ def starter_files(track: Track | None = None) -> list[Any]:
     """The files of ``track``'s starter kit (default: the default track's), as ``importlib.resources`` traversables.
 
     ``Track.starter`` names the kit's package and folder rather than holding files, so a track needs no import of
-    the student's package (the kit of layers-v1 ships with it, as ``layersched.sdk/starter``).
+    the student's package (every built-in kit is in its track's folder: ``sim/tracks/<track>/starter``).
     """
     package, folder = (track or get_track(DEFAULT_TRACK_ID)).starter
     root = resources.files(package).joinpath(folder)
@@ -149,17 +158,19 @@ def cmd_init(args: argparse.Namespace) -> int:
     files = starter_files(track)
     if target.exists() and not target.is_dir():
         raise ConfigError(f"{target} exists and is not a directory")
-    clashes = [f.name for f in files if (target / f.name).exists()]
+    clashes = [name for name in [*(f.name for f in files), KIT_FILE] if (target / name).exists()]
     if clashes and not args.force:
         raise ConfigError(f"{target} already has {', '.join(clashes)}; use --force to overwrite")
     target.mkdir(parents=True, exist_ok=True)
     for f in files:
         (target / f.name).write_bytes(f.read_bytes())
-    print(f"created the starter kit of {track.id} ({track.title}) in {target}/: {', '.join(f.name for f in files)}")
+    (target / KIT_FILE).write_text(kit_text(track), encoding="utf-8")
+    names = ", ".join([*(f.name for f in files), KIT_FILE])
+    print(f"created the starter kit of {track.id} ({track.title}) in {target}/: {names}")
+    print(f"{KIT_FILE} records the track: validate scores on its public sample, submit sends to its open phase")
     print("next:")
     print(f"  cd {target}")
-    sample = sample_set_name(track.id)
-    validate = "layersched validate ." if sample in (None, "sample") else f"layersched validate . --evalset {sample}"
+    validate = "layersched validate ."
     print(f"  {validate:<45} # the template works as is")
     steps = _kit_steps_after_init(files)
     for line in steps or [f"{validate} && layersched submit . --name first-try"]:
@@ -183,8 +194,9 @@ def _kit_steps_after_init(files: list[Any]) -> list[str]:
 def cmd_validate(args: argparse.Namespace) -> int:
     from layersched.sdk.validate import format_report, static_check, validate
 
+    evalset = _validation_set(args.path, args.evalset)
     if args.static:
-        report = static_check(args.path, _evalset_track(args.evalset))
+        report = static_check(args.path, _evalset_track(evalset))
     else:
         bar = ProgressBar("episodes")
 
@@ -202,7 +214,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         report = validate(
             args.path,
             deadline_s=args.deadline,
-            evalset_path=args.evalset,
+            evalset_path=evalset,
             max_episodes=args.episodes,
             on_message=on_message,
             every_split=args.report is not None,
@@ -214,7 +226,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print("---", file=sys.stderr)
     print(format_report(report))
     if args.report is not None and not args.static:
-        _write_report(report, args.evalset, args.report)
+        _write_report(report, evalset, args.report)
     return 0 if report.ok else 1
 
 
@@ -225,6 +237,26 @@ def _write_report(report: Any, evalset: str | None, out: Path) -> None:
     for why in written.skipped:
         print(f"  no replay of {why}", file=sys.stderr)
     print(f"wrote {written.index} ({written.episodes} episode pages): open it in a browser, offline")
+
+
+def _validation_set(path: Path, named: str | None) -> str | None:
+    """The set ``validate`` scores on: ``--evalset``, else the public sample of the kit's track (its
+    ``layersched-kit.toml``), else the default (the lab's ``sample``). A named set of another track than the kit's
+    is refused: the policy would be checked against another contract."""
+    kit = find_kit_track(path)
+    if kit is None:
+        return named
+    if named is not None:
+        track = _evalset_track(named)
+        if track.id != kit.track.id:
+            raise ConfigError(
+                f"--evalset {named} is a set of track {track.id}, but the kit is for track {kit.track.id} ({kit.file})"
+            )
+        return named
+    sample = sample_set_name(kit.track.id)
+    if sample is None:
+        raise ConfigError(f"track {kit.track.id} ({kit.file}) ships no public sample set: name one with --evalset FILE")
+    return sample
 
 
 def _evalset_track(name: str | None) -> Track:

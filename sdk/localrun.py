@@ -340,8 +340,7 @@ class _Sides:
 def _child_main(out: TextIO) -> int:
     from layersched.sdk.checks import check_policy
     from layersched.sdk.errors import PolicyCheckError
-    from layersched.sim.episode import trace_hash
-    from layersched.sim.episodes import policy_seed
+    from layersched.sim.episodes import policy_seed, trace_hash
     from layersched.sim.errors import PolicyError
     from layersched.sim.tracks import get_track, load_track_module
 

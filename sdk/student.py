@@ -13,8 +13,8 @@ from typing import Any
 from layersched.sdk.arguments import phase_name
 from layersched.sdk.commands import AddCommand, print_json
 from layersched.sdk.config import load_config, normalise_server, save_config
-from layersched.sdk.errors import ConfigError
-from layersched.sdk.tables import phases_table, text_table
+from layersched.sdk.errors import ConfigError, NotFound
+from layersched.sdk.tables import phases_table, quota_today, text_table
 from layersched.sim.arguments import positive_int
 
 
@@ -63,7 +63,9 @@ def add_student_parsers(sub: Any, add: AddCommand) -> None:
         "logs",
         cmd_logs,
         "show the per-episode log of a submission",
-        "Status and message of every episode; output and tracebacks for public sample episodes only.",
+        "The submission's phase and outcome (score as a ratio to its phase's reference baseline, rank on its\n"
+        "phase's board), then the status and message of every episode; output and tracebacks for public\n"
+        "episodes only (of a hidden episode: its status and the step at fault).",
         "  layersched logs 12\n  layersched logs 12 --json\n",
     )
     p.add_argument("id", type=positive_int, help="submission id")
@@ -88,8 +90,9 @@ def add_student_parsers(sub: Any, add: AddCommand) -> None:
         "phases",
         cmd_phases,
         "list the challenge's phases",
-        "Each phase: its name (for --phase), title, track, evaluation set, when it opens and closes, your daily\n"
-        "quota in it, and whether it is open now.",
+        "Each phase: its name (for --phase), title, track, evaluation set, when it opens and closes, your uploads\n"
+        "to it today against its daily quota (when logged in), and whether it is open now, closed, published\n"
+        "(closed for good: its final ranking is out) or opens later.",
         "  layersched phases\n  layersched phases --json\n",
     )
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -113,7 +116,12 @@ def cmd_login(args: argparse.Namespace) -> int:
     if not args.no_verify:
         with Client(server, token) as client:
             me = client.me()
-        who = f" as {me.name} ({me.role}; {me.submissions_today}/{me.daily_quota} submissions today)"
+            try:
+                quota = quota_today(client.phases())
+            except NotFound:  # a server older than phases: one quota
+                quota = f"{me.submissions_today}/{me.daily_quota} submissions today"
+        team = f", team {me.team}" if me.team else ""
+        who = f" as {me.name} ({me.role}{team}; {quota})"
     path = save_config(server, token)
     # The server as saved (normalised: no trailing slash or /api/v1), which every later command talks to.
     print(f"logged in to {normalise_server(server)}{who}; saved to {path}")
@@ -125,8 +133,18 @@ def cmd_select(args: argparse.Namespace) -> int:
 
     with Client.from_config() as client:
         sub = client.select(args.id)
-    print(f"selected #{sub.id} '{sub.name}' for the final ranking")
+        mine = client.submissions(limit=200, phase=sub.phase).data if sub.phase else []
+    print(f"selected #{sub.id} '{sub.name}' for the final ranking" + _of_phase(sub, mine))
     return 0
+
+
+def _of_phase(sub: Any, mine: list[Any]) -> str:
+    """`` of phase final (your selection there: #9, #12)``: a selection counts within its phase."""
+    if sub.phase is None:  # a server older than phases
+        return ""
+    chosen = sorted(s.id for s in mine if s.selected and s.owner == sub.owner)
+    listed = ", ".join(f"#{i}" for i in chosen) or "none"
+    return f" of phase {sub.phase} (your selection there: {listed})"
 
 
 def cmd_unselect(args: argparse.Namespace) -> int:
@@ -134,18 +152,24 @@ def cmd_unselect(args: argparse.Namespace) -> int:
 
     with Client.from_config() as client:
         sub = client.unselect(args.id)
-    print(f"unselected #{sub.id} '{sub.name}'")
+        mine = client.submissions(limit=200, phase=sub.phase).data if sub.phase else []
+    print(f"unselected #{sub.id} '{sub.name}'" + _of_phase(sub, mine))
     return 0
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
     from layersched.sdk.client import Client
+    from layersched.sdk.outcome import outcome_line, rank_for, reference_for
 
     with Client.from_config() as client:
         logs = client.logs(args.id)
-    if args.json:
-        print_json([asdict(entry) for entry in logs])
-        return 0
+        if args.json:
+            print_json([asdict(entry) for entry in logs])
+            return 0
+        sub = client.submission(args.id)
+        outcome = outcome_line(sub, rank_for(client, sub), reference_for(client, sub))
+    print(f"#{sub.id} '{sub.name}'" + (f", phase {sub.phase}" if sub.phase else "") + ":")
+    print(outcome)
     if not logs:
         print(f"no episode has run yet for #{args.id}")
     for entry in logs:

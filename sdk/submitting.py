@@ -1,8 +1,10 @@
 """``submit`` and ``status``: a policy's way from the student's disk to its score and rank.
 
-``submit`` asks the server first whether an upload would be accepted (token, phase, quota), checks the bundle
-locally against the phase's track, uploads it with a progress bar and follows the evaluation; ``status`` lists the
-submissions or shows one with the provenance of its evaluations. Both say why a scored submission has no rank.
+``submit`` chooses the phase (``phase_choice``: ``--phase``, the kit's track's open phase, the only open one), asks
+the server whether an upload would be accepted (token, phase, quota), checks the bundle locally against the phase's
+track, uploads it with a progress bar and follows the evaluation; ``status`` lists the submissions with their
+phases or shows one with the provenance of its evaluations. Both say, on the submission's own phase (``outcome``),
+what its score is a ratio to and why a scored submission has no rank.
 """
 
 from __future__ import annotations
@@ -14,14 +16,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from layersched.sdk.arguments import phase_name
+from layersched.sdk.bundle import skipped_text
 from layersched.sdk.checks import limits_text
 from layersched.sdk.commands import AddCommand, print_json
 from layersched.sdk.config import load_config
-from layersched.sdk.errors import LayerschedError, WaitTimeout
+from layersched.sdk.errors import BundleError, LayerschedError, WaitTimeout
+from layersched.sdk.kit_track import find_kit_track
+from layersched.sdk.outcome import outcome_line, rank_for, reference_for, references, selection_for
+from layersched.sdk.phase_choice import choose_target
 from layersched.sdk.progress import ProgressBar, format_bytes
 from layersched.sdk.tables import text_table
 from layersched.sim.arguments import positive_float, positive_int
-from layersched.sim.tracks import Track, TrackError, get_track, track_ids
+from layersched.sim.tracks import Track
 
 if TYPE_CHECKING:  # imported where used: `layersched --help` need not load httpx
     from layersched.sdk.client import Client
@@ -35,7 +41,9 @@ def add_submitting_parsers(sub: Any, add: AddCommand) -> None:
         cmd_submit,
         "upload a policy and follow its evaluation",
         "Bundle PATH (a .py file, or a directory with policy.py), run the static checks, upload it with a\n"
-        "progress bar, then follow the evaluation until its score and rank are known.\n"
+        "progress bar, then follow the evaluation until its score and rank are known. A kit made by\n"
+        "`layersched init --track` (its layersched-kit.toml) goes to the open phase of its track; --phase names\n"
+        "another. Left out of the bundle: caches, virtual environments and what .layerschedignore lists.\n"
         f"A bundle holds {limits_text()}.",
         "  layersched submit my_policy.py\n"
         '  layersched submit my_policy/ --name mlp-v2 --message "imitation + 200 PG episodes"\n'
@@ -44,7 +52,10 @@ def add_submitting_parsers(sub: Any, add: AddCommand) -> None:
     )
     p.add_argument("path", type=Path, help="a policy .py file or a directory with policy.py")
     p.add_argument(
-        "--phase", type=phase_name, help="the phase to submit to (default: the only open one; see layersched phases)"
+        "--phase",
+        type=phase_name,
+        help="the phase to submit to (default: the open phase of the kit's track, else the only open one; see "
+        "layersched phases)",
     )
     p.add_argument("--name", help="submission name, 1-100 characters (default: the file or directory name)")
     p.add_argument("--message", "-m", default="", help="a description for you and the organisers")
@@ -63,11 +74,14 @@ def add_submitting_parsers(sub: Any, add: AddCommand) -> None:
         "status",
         cmd_status,
         "show one submission, or list yours",
-        "Without ID: your submissions, newest first. With ID: state, progress, score, rank and the provenance\n"
-        "of every evaluation (evaluation set, simulator version, sandbox image, bundle hash).",
-        "  layersched status\n  layersched status 12\n  layersched status 12 --json\n",
+        "Without ID: your submissions (and your team's), newest first, each with its phase. With ID: state,\n"
+        "progress, score (a ratio to its phase's reference baseline), rank on its phase's board, final selection\n"
+        "and the provenance of every evaluation (evaluation set, simulator version, sandbox image, bundle hash).",
+        "  layersched status\n  layersched status --phase final\n  layersched status 12\n"
+        "  layersched status 12 --json\n",
     )
     p.add_argument("id", nargs="?", type=positive_int, help="submission id")
+    p.add_argument("--phase", type=phase_name, help="list only the submissions to this phase")
     p.add_argument("--limit", type=positive_int, default=20, help="how many to list (default 20)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
@@ -78,11 +92,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
     config = load_config()
     config.require_server()
     config.require_token()
+    kit = find_kit_track(args.path)  # before the server: a bad kit file is the student's to fix first
     with Client.from_config(config) as client:
         # The server's refusals first (token, no such phase, quota, closed uploads): they need no bundle, and
         # bundling a large policy takes seconds.
-        phase_track = _check_allowance(client, args.phase)
-        track = _server_track(client, phase_track)
+        target = choose_target(client, args.phase, kit)
+        track = target.track
         bundle = _checked_bundle(args.path, skip_checks=args.skip_checks, track=track)
         name = args.name or _default_name(args.path)
         with ProgressBar("upload", len(bundle.data), unit="bytes") as bar:
@@ -90,9 +105,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
                 bundle,
                 name=name,
                 description=args.message,
-                phase=args.phase,
+                phase=target.phase,
                 # Checked for this track: should the phase change track meanwhile, the server refuses, naming both.
-                track=track.id if phase_track is not None else None,
+                track=track.id if target.checked or kit is not None else None,
                 on_progress=lambda sent, total: bar.update(sent, total),
             )
         print(f"submitted #{submission.id} '{submission.name}' ({submission.state})")
@@ -115,22 +130,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
             raise WaitTimeout(f"{exc}; follow it with: layersched status {submission.id}") from None
         finally:
             bar.close()
-        rank, reference = _rank_text(client, final), _score_reference(client, final)
-    print(_outcome_line(final, rank, reference))
+        rank, reference = rank_for(client, final), reference_for(client, final)
+    print(outcome_line(final, rank, reference))
     return 0 if final.state == "succeeded" else 1
-
-
-def _server_track(client: Any, track_id: str | None) -> Track:
-    """The track of the phase submitted to (``track_id``, as the allowance named it); from a server older than
-    phases, that of its current set."""
-    track_id = track_id or client.current_evalset().track
-    try:
-        return get_track(track_id)
-    except TrackError:
-        raise LayerschedError(
-            f"the server scores track {track_id!r}, which this installation does not know (known: "
-            f"{', '.join(track_ids())}); install the organisers' track module and name it in LAYERSCHED_TRACK_MODULES"
-        ) from None
 
 
 def _checked_bundle(path: Path, *, skip_checks: bool, track: Track) -> Any:
@@ -139,13 +141,16 @@ def _checked_bundle(path: Path, *, skip_checks: bool, track: Track) -> Any:
     from layersched.sdk.validate import static_check
 
     report = static_check(path, track)
-    if report.bundle is None:  # bundling itself failed: nothing to upload
-        raise LayerschedError(report.findings[-1].message)
-    bundle = report.bundle
     problems = [f.message for f in report.findings if f.level == "error"]
+    if report.bundle is None:  # bundling itself failed: nothing to upload
+        raise BundleError.of(path, problems)
+    bundle = report.bundle
     for f in report.findings:
         if f.level == "warning":
             print(f"warning: {f.message}", file=sys.stderr)
+    left_out = skipped_text(bundle.skipped)
+    if left_out is not None:
+        print(left_out, file=sys.stderr)
     if problems and not skip_checks:
         more = f" (and {len(problems) - 1} more; run layersched validate)" if len(problems) > 1 else ""
         raise LayerschedError(f"not uploaded: {problems[0]}{more}")
@@ -157,83 +162,10 @@ def _checked_bundle(path: Path, *, skip_checks: bool, track: Track) -> Any:
     return bundle
 
 
-def _check_allowance(client: Any, phase: str | None) -> str | None:
-    """A wrong token, no such phase (or several open and none named), a used-up quota or closed uploads, told
-    before the upload rather than after it; the track of the phase it would go to (None: an older server)."""
-    from layersched.sdk.errors import NotFound
-
-    try:
-        allowance = client.allowance(phase)
-    except NotFound:  # a server older than GET /me/allowance: at least the token is checked first
-        client.me()
-        return None
-    allowance.raise_if_refused()
-    track: str | None = allowance.track
-    return track
-
-
 def _default_name(path: Path) -> str:
     resolved = path.resolve()
     name = resolved.stem if resolved.is_file() else resolved.name
     return (name or "policy")[:100]
-
-
-LADDER_NOTE = (
-    "  the Ladder: this submission did not beat your best shown public score by more than its step; that score is shown"
-)
-
-
-def _rank_text(client: Any, sub: Any) -> str:
-    """The rank, or why there is none; asks the server for the board (and who you are) only when that is needed."""
-    from layersched.sdk.standing import rank_text
-
-    if sub.rank is not None or sub.disqualified is not None or sub.state != "succeeded":
-        return rank_text(sub, board=None)
-    board = client.leaderboard("public")
-    if board.frozen or any(r.is_for(sub.owner) for r in board.rows):
-        return rank_text(sub, board=board)
-    me = client.me()
-    return rank_text(sub, board=board, owner_is_organiser=me.role == "organiser" and me.name == sub.owner)
-
-
-def _selection_text(client: Any, sub: Any) -> str:
-    from layersched.sdk.standing import selection_text
-
-    needs_list = not sub.selected and sub.disqualified is None and sub.score is not None
-    if not needs_list:
-        return selection_text(sub, mine=[])
-    me = client.me()
-    if me.role == "organiser" and me.name == sub.owner:
-        return selection_text(sub, mine=[], owner_is_organiser=True)
-    return selection_text(sub, mine=[s for s in client.submissions(limit=200).data if s.owner == sub.owner])
-
-
-def _shows_score(sub: Any) -> bool:
-    return bool(sub.state == "succeeded" and sub.score is not None)
-
-
-def _score_reference(client: Any, sub: Any) -> str:
-    """The baseline ``sub``'s score is a ratio to: that of the current set's track, as the server names it (asked
-    only when there is a score to show). The current set is the one a submission is scored on for the board."""
-    return str(client.current_evalset().reference) if _shows_score(sub) else ""
-
-
-def _outcome_line(sub: Any, rank: str, reference: str) -> str:
-    if _shows_score(sub):
-        per = ", ".join(f"{k} {v:.3f}" for k, v in sub.score.per_scenario.items())
-        score = sub.score
-        return (
-            f"#{sub.id} succeeded: score {score.overall:.4f} (95% CI {score.ci_low:.4f}-{score.ci_high:.4f},"
-            f" ratio to {reference}, lower is better), {rank}"
-            + (f"\n  per scenario: {per}" if per else "")
-            + (f"\n{LADDER_NOTE}" if sub.score_revealed is False else "")
-        )
-    dq = f", disqualified by the organisers: {sub.disqualified}" if sub.disqualified is not None else ""
-    if sub.error is not None:
-        return (
-            f"#{sub.id} {sub.state}: {sub.error.category}: {sub.error.message}{dq} (details: layersched logs {sub.id})"
-        )
-    return f"#{sub.id} {sub.state}{dq}"
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -241,36 +173,13 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     with Client.from_config() as client:
         if args.id is None:
-            page = client.submissions(limit=args.limit)
-            if args.json:
-                print_json({"data": [asdict(s) for s in page.data], "count": page.count})
-                return 0
-            if not page.data:
-                print("no submissions yet: layersched submit PATH")
-                return 0
-            rows = [
-                [
-                    f"#{s.id}",
-                    s.name,
-                    s.state,
-                    f"{s.progress.done}/{s.progress.total}",
-                    f"{s.score.overall:.4f}" if s.score else "-",
-                    str(s.rank) if s.rank is not None else "disqualified" if s.disqualified is not None else "-",
-                    "yes" if s.selected else "-",
-                    s.created_at[:19].replace("T", " "),
-                ]
-                for s in page.data
-            ]
-            print(text_table(["id", "name", "state", "episodes", "score", "rank", "selected", "created"], rows))
-            if page.count > len(page.data):
-                print(f"({len(page.data)} of {page.count}; --limit N for more)")
-            return 0
+            return _list_submissions(client, limit=args.limit, phase=args.phase, as_json=args.json)
         sub = client.submission(args.id)
         if args.json:
             print_json(asdict(sub))
             return 0
-        rank, selection = _rank_text(client, sub), _selection_text(client, sub)
-        reference = _score_reference(client, sub)
+        rank, selection = rank_for(client, sub), selection_for(client, sub)
+        reference = reference_for(client, sub)
     print(
         f"#{sub.id} '{sub.name}' by {sub.owner}, created {sub.created_at}"
         + (f", phase {sub.phase}" if sub.phase else "")
@@ -280,7 +189,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"state: {sub.state}, episodes {sub.progress.done}/{sub.progress.total}")
     if sub.queue is not None:
         print(f"queue: {queue_text(sub.queue)}")
-    print(_outcome_line(sub, rank, reference))
+    print(outcome_line(sub, rank, reference))
     print(selection)
     print(f"bundle sha256: {sub.bundle_sha256}")
     print(_page_line(client, sub.id))
@@ -316,6 +225,41 @@ def queue_text(place: Any, *, short: bool = False) -> str:
         f"{where} ({workers}); it should start in {_about(place.starts_in_s)} and be done in "
         f"{_about(place.done_in_s)} (an estimate from recent run times)"
     )
+
+
+def _list_submissions(client: Any, *, limit: int, phase: str | None, as_json: bool) -> int:
+    """Yours (and your team's), newest first, each with its phase; the scores are ratios to each phase's own
+    reference baseline, which the line below the table names."""
+    page = client.submissions(limit=limit, phase=phase)
+    if as_json:
+        print_json({"data": [asdict(s) for s in page.data], "count": page.count})
+        return 0
+    if not page.data:
+        print(f"no submissions to phase {phase} yet" if phase else "no submissions yet: layersched submit PATH")
+        return 0
+    rows = [
+        [
+            f"#{s.id}",
+            s.name,
+            s.phase or "-",
+            s.state,
+            f"{s.progress.done}/{s.progress.total}",
+            f"{s.score.overall:.4f}" if s.score else "-",
+            str(s.rank) if s.rank is not None else "disqualified" if s.disqualified is not None else "-",
+            "yes" if s.selected else "-",
+            s.created_at[:19].replace("T", " "),
+        ]
+        for s in page.data
+    ]
+    print(text_table(["id", "name", "phase", "state", "episodes", "score", "rank", "selected", "created"], rows))
+    scored = sorted({s.phase for s in page.data if s.score is not None and s.phase is not None})
+    if scored:
+        reference = references(client)
+        ratios = ", ".join(f"{name}: {reference[name]}" for name in scored if name in reference)
+        print(f"score: ratio to the phase's reference baseline ({ratios}), lower is better; rank: on its board")
+    if page.count > len(page.data):
+        print(f"({len(page.data)} of {page.count}; --limit N for more)")
+    return 0
 
 
 def _page_line(client: Client, submission_id: int) -> str:

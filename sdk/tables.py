@@ -14,7 +14,9 @@ def text_table(headers: list[str], rows: list[list[str]]) -> str:
 
 
 def phases_table(phases: list[Any]) -> str:
-    """The phases as ``layersched phases`` and ``layersched admin phase list`` print them."""
+    """The phases as ``layersched phases`` and ``layersched admin phase list`` print them; asked with a token, the
+    quota column says what the reader (their team) used of it today."""
+    used = any(p.submissions_today is not None for p in phases)
     rows = [
         [
             p.name,
@@ -23,11 +25,22 @@ def phases_table(phases: list[Any]) -> str:
             p.evalset,
             p.opens_at[:16].replace("T", " "),
             (p.closes_at or "")[:16].replace("T", " ") or "-",
-            str(p.daily_quota),
-            "open" if p.open else "closed",
+            f"{p.submissions_today}/{p.daily_quota}" if used else str(p.daily_quota),
+            p.status,
             "" if p.visibility == "public" else "board: organisers only",
         ]
         for p in phases
     ]
-    headers = ["phase", "title", "track", "set", "opens (UTC)", "closes (UTC)", "quota/day", "now", ""]
+    quota = "today/quota" if used else "quota/day"
+    headers = ["phase", "title", "track", "set", "opens (UTC)", "closes (UTC)", quota, "now", ""]
     return text_table(headers, rows) if rows else "(no phases yet)"
+
+
+def quota_today(phases: list[Any]) -> str:
+    """``today: dev 1/10, final 0/2`` over the open phases (what ``login`` prints), or that none is open."""
+    open_now = [p for p in phases if p.open]
+    if not open_now:
+        return "no phase is open now"
+    return "today: " + ", ".join(
+        f"{p.name} {p.submissions_today if p.submissions_today is not None else '?'}/{p.daily_quota}" for p in open_now
+    )

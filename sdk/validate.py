@@ -86,7 +86,7 @@ def static_check(path: str | Path, track: Track | None = None) -> ValidationRepo
     try:
         report.bundle = make_bundle(path)
     except BundleError as exc:
-        report.findings.append(Finding("error", str(exc)))
+        report.findings.extend(Finding("error", problem) for problem in exc.problems)
         return report
     report.findings.extend(static_findings(report.bundle, track or get_track(DEFAULT_TRACK_ID)))
     return report

@@ -18,7 +18,8 @@ from alembic.config import Config
 from layersched.server import storage
 from layersched.server.config import Settings, get_settings
 from layersched.server.db import make_engine, make_sessionmaker, session_scope
-from layersched.server.errors import ServiceError
+from layersched.server.errors import Conflict, ServiceError
+from layersched.server.storage.evalsets import changed_set_message
 from layersched.server.tracks import load_tracks
 from layersched.sim.tracks import DEFAULT_TRACK_ID, get_track
 
@@ -105,6 +106,9 @@ class RegisteredEvalSet:
     path: str
     scenarios: list[dict[str, Any]]
     track: str = DEFAULT_TRACK_ID
+    # What the registration did: "registered" (a new set), "unchanged" (the same set, read from the same path, was
+    # registered already: nothing was written), "moved" (the same set, now read from ``path``), "made current".
+    outcome: str = "registered"
 
 
 def register_evalset(
@@ -123,7 +127,10 @@ def register_evalset(
     track and public scenario summary are taken from it. Otherwise ``name``, ``commitment``, ``scenarios``
     (``[{"name", "weight", "public_episodes"}]``) and ``track`` are stored as given. The track must be one this
     process knows (``TrackError`` lists them): its board is described from it. Baseline reference rows are not
-    computed here (that runs the simulator: the worker's ``register_evalset_file`` does it).
+    computed here (that runs the simulator: the worker's ``register_and_score`` does it).
+
+    Idempotent: the same set again writes nothing (``outcome`` "unchanged"); another commitment under a registered
+    name is refused (``Conflict`` naming both commitments), and nothing is written.
     """
     settings = settings or get_settings()
     load_tracks(settings.track_modules)  # the file may be on a track the settings add
@@ -133,6 +140,13 @@ def register_evalset(
     engine = make_engine(settings.database_url)
     try:
         with session_scope(make_sessionmaker(engine)) as session:
+            before = storage.find_evalset(session=session, name=name)
+            outcome = _registration_outcome(before, commitment=commitment, path=str(path), current=current)
+            if outcome == "unchanged":
+                assert before is not None
+                return RegisteredEvalSet(
+                    before.name, before.commitment, before.path, list(before.scenarios), before.track, outcome
+                )
             row = storage.register_evalset(
                 session=session,
                 name=name,
@@ -147,11 +161,23 @@ def register_evalset(
                 actor=None,
                 action="register_evalset",
                 target=f"evalset:{name}",
-                detail={"commitment": commitment, "current": current, "track": track},
+                detail={"commitment": commitment, "current": current, "track": track, "path": str(path)},
             )
-            return RegisteredEvalSet(row.name, row.commitment, row.path, list(row.scenarios), row.track)
+            return RegisteredEvalSet(row.name, row.commitment, row.path, list(row.scenarios), row.track, outcome)
     finally:
         engine.dispose()
+
+
+def _registration_outcome(before: Any, *, commitment: str, path: str, current: bool) -> str:
+    """What registering (``commitment``, ``path``, ``current``) does to the registered row ``before`` (None: none);
+    raises Conflict for another commitment under its name."""
+    if before is None:
+        return "registered"
+    if before.commitment != commitment:
+        raise Conflict(changed_set_message(name=before.name, registered=before.commitment, given=commitment, path=path))
+    if current and not before.current:
+        return "made current"
+    return "unchanged" if before.path == path else "moved"
 
 
 def _describe_evalset_file(path: Path) -> tuple[str, str, list[dict[str, Any]], str]:

@@ -27,6 +27,7 @@ from layersched.server.routes import (
     admin,
     analytics,
     api_docs,
+    challenge,
     evalsets,
     exports,
     health,
@@ -48,6 +49,7 @@ from layersched.server.routes import (
 )
 from layersched.server.schemas import ErrorBody
 from layersched.server.tracks import load_tracks
+from layersched.sim.tracks import get_track, track_ids
 from layersched.sim.version import SIM_VERSION
 
 API_PREFIX = "/api/v1"
@@ -98,8 +100,9 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
             engine.dispose()
 
     app = FastAPI(
-        title="layersched",
-        summary="Evaluation service of the layer-aware container scheduling challenge",
+        title="layersched API",
+        summary="The evaluation service of the scheduling challenge: submissions, phases, leaderboards and teams on "
+        f"its tracks ({'; '.join(f'{t}: {get_track(t).title}' for t in track_ids())})",
         version=f"1 (simulator {SIM_VERSION})",
         lifespan=lifespan,
         docs_url=None,  # api_docs serves both pages without a CDN
@@ -140,6 +143,7 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
         moderation,
         analytics,
         webhooks,
+        challenge,
     ):
         app.include_router(module.router, prefix=API_PREFIX, responses=ERROR_RESPONSES)
     app.include_router(health.router)

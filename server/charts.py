@@ -17,6 +17,8 @@ PLOT_WIDTH = 520
 TOP = 46
 BOTTOM = 30
 RIGHT = 20
+LOG_SPAN = 3.0  # a log axis when the largest value is more than this many times the smallest
+LABEL_CHAR_WIDTH = 7.5  # an upper bound of a label character's width at the chart's font size, in pixels
 
 
 def nice_ticks(low: float, high: float, count: int = 6) -> list[float]:
@@ -31,6 +33,17 @@ def nice_ticks(low: float, high: float, count: int = 6) -> list[float]:
         ticks.append(round(value, 10))
         value += step
     return ticks
+
+
+def _log_ticks(low: float, high: float) -> list[float]:
+    """1, 2 and 5 times the powers of ten between ``low`` and ``high`` (both above 0), at most about 10 of them."""
+    ticks = [
+        round(m * 10.0**e, 10)
+        for e in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+        for m in (1, 2, 5)
+        if low <= m * 10.0**e <= high
+    ]
+    return ticks if len(ticks) <= 10 else [t for t in ticks if math.log10(t).is_integer()]
 
 
 def score_chart(rows: list[LeaderboardRow], *, reference: str, title: str | None = None) -> str:
@@ -49,22 +62,36 @@ def score_chart(rows: list[LeaderboardRow], *, reference: str, title: str | None
         return "".join(parts)
     low = min(min(r.ci_low for r in rows), 1.0)
     high = max(max(r.ci_high for r in rows), 1.0)
+    # Ratios that span more than 3x (a Random baseline at 4, entries near 1) read on a log axis: on a linear one the
+    # entries near 1 crowd into a few pixels. A log axis also draws 0.5 and 2 equally far from 1.
+    logarithmic = low > 0 and high / low > LOG_SPAN
+    if logarithmic:
+        low, high = math.log(low), math.log(high)
     pad = (high - low) * 0.08 or 0.05
     low, high = low - pad, high + pad
 
     def x(value: float) -> float:
-        return float(LABEL_WIDTH + (value - low) / (high - low) * PLOT_WIDTH)
+        position = math.log(max(value, 1e-9)) if logarithmic else value
+        return float(LABEL_WIDTH + (position - low) / (high - low) * PLOT_WIDTH)
 
     bottom = TOP + ROW_HEIGHT * len(rows)
-    for tick in nice_ticks(low, high):
+    ticks = _log_ticks(math.exp(low), math.exp(high)) if logarithmic else nice_ticks(low, high)
+    for tick in ticks:
         parts.append(
             f'<line class="grid" x1="{x(tick):.1f}" y1="{TOP - 4}" x2="{x(tick):.1f}" y2="{bottom}" />'
             f'<text class="tick" x="{x(tick):.1f}" y="{bottom + 16}" text-anchor="middle">{tick:g}</text>'
         )
+    label = f"{reference} = 1"
+    # Near the right edge the label goes left of its line, so that it is not cut off by the chart's border.
+    right_of = x(1.0) + 4 + LABEL_CHAR_WIDTH * len(label) <= width
+    anchor = f'x="{x(1.0) + 4:.1f}"' if right_of else f'x="{x(1.0) - 4:.1f}" text-anchor="end"'
     parts.append(
         f'<line class="reference" x1="{x(1.0):.1f}" y1="{TOP - 8}" x2="{x(1.0):.1f}" y2="{bottom}" />'
-        f'<text class="reference-label" x="{x(1.0) + 4:.1f}" y="{TOP - 10}">{escape(reference)} = 1</text>'
+        f'<text class="reference-label" {anchor} y="{TOP - 10}">{escape(label)}</text>'
     )
+    if logarithmic:
+        parts.append(f'<text class="axis-note" x="{LABEL_WIDTH + PLOT_WIDTH}" y="{bottom + 28}" text-anchor="end">'
+                     "log scale</text>")  # fmt: skip
     for i, row in enumerate(rows):
         y = TOP + ROW_HEIGHT * i + ROW_HEIGHT / 2
         kind = "baseline" if row.baseline else "entry"

@@ -11,6 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from layersched.server import storage
+from layersched.server.challenge import effective_settings
 from layersched.server.config import Settings
 from layersched.server.errors import Forbidden, Unauthorized
 from layersched.server.models import User
@@ -22,17 +23,20 @@ def get_db(request: Request) -> Iterator[Session]:
         yield session
 
 
-def get_app_settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
-
-
 def get_enqueuer(request: Request) -> Enqueuer:
     enqueuer: Enqueuer = request.app.state.enqueuer
     return enqueuer
 
 
 SessionDep = Annotated[Session, Depends(get_db)]
+
+
+def get_app_settings(request: Request, session: SessionDep) -> Settings:
+    """The app's settings with the applied challenge's rules in place of theirs (``challenge.effective_settings``)."""
+    settings: Settings = request.app.state.settings
+    return effective_settings(session, settings)
+
+
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 EnqueuerDep = Annotated[Enqueuer, Depends(get_enqueuer)]
 

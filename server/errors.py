@@ -7,13 +7,14 @@ Hierarchy (HTTP status and ``code`` of the error body in brackets)::
     ├── NotFound                       [404 not_found] the row does not exist or the caller may not know it does
     ├── Forbidden                      [403 forbidden]
     ├── Conflict                       [409 conflict] the request contradicts the current state
+    ├── InvalidRequest                 [422 invalid_request] a value the schema admits but the service cannot use,
+    │   │                              or values that contradict each other
+    │   └── InvalidName                a name that breaks ``name_rules`` (checked in storage for the callers that
+    │                                  bypass the request schemas, which check it first)
     ├── BundleTooLarge                 [413 bundle_too_large]
     ├── InvalidBundle                  [422 invalid_bundle] an archive that is unsafe, malformed or over a limit
     ├── InvalidPolicy                  [422 invalid_policy] the entry point does not parse or lacks ``policy``
     ├── InvalidRoster                  [422 invalid_roster] a roster line is bad (named by line and field)
-    ├── InvalidRequest                 [422 invalid_request] a value the schema admits but the service cannot use
-    │   └── InvalidName                a name that breaks ``name_rules`` (checked in storage for the callers that
-    │                                  bypass the request schemas, which check it first)
     ├── QuotaExceeded                  [429 quota_exceeded] the daily submission quota is used up
     ├── TooManyInFlight                [429 too_many_in_flight]
     ├── StorageUnavailable             [503 storage_unavailable] the bundle store cannot be written
@@ -58,6 +59,14 @@ class Conflict(ServiceError):
     code = "conflict"
 
 
+class InvalidRequest(ServiceError):
+    """A value the schema admits but the service cannot use, or values that contradict each other (a challenge
+    naming one phase twice)."""
+
+    status = 422
+    code = "invalid_request"
+
+
 class BundleTooLarge(ServiceError):
     status = 413
     code = "bundle_too_large"
@@ -76,11 +85,6 @@ class InvalidPolicy(ServiceError):
 class InvalidRoster(ServiceError):
     status = 422
     code = "invalid_roster"
-
-
-class InvalidRequest(ServiceError):
-    status = 422
-    code = "invalid_request"
 
 
 class InvalidName(InvalidRequest):

@@ -265,8 +265,9 @@ def freeze_snapshot(*, session: Session, phase: Phase) -> dict[str, Any]:
 def final_snapshot(*, session: Session, phase: Phase) -> dict[str, Any]:
     """The phase's final (private) board as it stands, for publishing: what its published board shows from then
     on."""
-    cache = _cache(session)
-    board = build_leaderboard(session=session, phase=phase, split="private", final_submissions=cache.final_submissions)
+    board = build_leaderboard(
+        session=session, phase=phase, split="private", final_submissions=_final_submissions(session)
+    )
     dumped: dict[str, Any] = board.model_dump(mode="json")
     return dumped
 
@@ -427,18 +428,33 @@ def _cached(*, session: Session, phase: Phase, split: Split, fresh: bool) -> _En
     return entry
 
 
+def _final_submissions(session: Session) -> int:
+    """How many selected submissions count for a final board: the applied challenge's rule, else the setting."""
+    return storage.get_rules(session=session).final_submissions or _cache(session).final_submissions
+
+
 def _check(*, session: Session, phase: Phase, split: Split, cache: _EngineCache, commits: int, now: float) -> _Entry:
     state = storage.get_leaderboard_state(session=session, phase=phase)
+    final_submissions = _final_submissions(session)
     key = (
         phase.evalset_id,  # the default phase follows the current set
         state.frozen,
         state.frozen_at,
         state.private_published,
         storage.leaderboard_fingerprint(session=session),
+        final_submissions,  # a challenge applied in another process changes it
     )
     entry = cache.entries.get((phase.id, split))
     if entry is None or entry.key != key:
-        entry = _build_entry(session=session, phase=phase, split=split, state=state, cache=cache, key=key)
+        entry = _build_entry(
+            session=session,
+            phase=phase,
+            split=split,
+            state=state,
+            cache=cache,
+            key=key,
+            final_submissions=final_submissions,
+        )
         cache.entries[(phase.id, split)] = entry
     entry.commits, entry.checked = commits, now
     return entry
@@ -457,6 +473,7 @@ def _build_entry(
     state: LeaderboardState,
     cache: _EngineCache,
     key: tuple[Any, ...],
+    final_submissions: int,
 ) -> _Entry:
     if split == "private" and state.private_published and state.private_snapshot:
         board = _snapshot_board(state.private_snapshot, phase)
@@ -475,7 +492,7 @@ def _build_entry(
             phase=phase,
             public=public,
             ladder_step=cache.ladder_step,
-            final_submissions=cache.final_submissions,
+            final_submissions=final_submissions,
         )
     if split == "private" or cache.ladder_step is None:
         return _Entry(key, board)

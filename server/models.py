@@ -373,6 +373,23 @@ class Phase(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
     evalset: Mapped[EvalSet] = relationship()
+    # Its boards' state (None until a board is first read): a published private board closes the phase for good.
+    board_state: Mapped[LeaderboardState | None] = relationship(viewonly=True, uselist=False)
+
+
+class ChallengeRules(Base):
+    """The challenge's own rules as the organisers applied them (``layersched admin challenge apply``): each column
+    overrides its ``LAYERSCHED_*`` setting of the same name; null keeps the setting. One row at most (id 1)."""
+
+    __tablename__ = "challenge_rules"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    submission_deadline: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    final_submissions: Mapped[int | None] = mapped_column(Integer)
+    team_max_size: Mapped[int | None] = mapped_column(Integer)
+    team_invite_hours: Mapped[float | None] = mapped_column(Float)
+    team_merge_deadline: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class Team(Base):

@@ -29,7 +29,7 @@ from layersched.server.schemas import (
     TeamPublic,
     Visibility,
 )
-from layersched.server.storage import is_open, phase_quota
+from layersched.server.storage import is_open, phase_quota, phase_state
 from layersched.server.tracks import track_fields
 from layersched.server.visibility import Audience, audience, hidden_episode_message
 
@@ -151,7 +151,9 @@ def team_public(team: Team, *, max_size: int) -> TeamPublic:
     )
 
 
-def phase_public(phase: Phase, *, default_quota: int, now: dt.datetime) -> PhasePublic:
+def phase_public(
+    phase: Phase, *, default_quota: int, now: dt.datetime, submissions_today: int | None = None
+) -> PhasePublic:
     return PhasePublic(
         name=phase.name,
         title=phase.title,
@@ -159,8 +161,10 @@ def phase_public(phase: Phase, *, default_quota: int, now: dt.datetime) -> Phase
         opens_at=phase.opens_at,
         closes_at=phase.closes_at,
         open=is_open(phase, now),
+        state=phase_state(phase, now),
         daily_quota=phase_quota(phase, default_quota),
         visibility=cast(Visibility, phase.visibility),  # CHECK constraint guarantees the value
+        submissions_today=submissions_today,
         **track_fields(phase.evalset.track),
     )
 

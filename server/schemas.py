@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 
 from layersched.server.models import NAME_LENGTH
 from layersched.server.name_rules import DISPLAY_NAME, visible_name
@@ -286,8 +286,12 @@ class PhasePublic(TrackDescribed):
     opens_at: dt.datetime
     closes_at: dt.datetime | None
     open: bool
+    # upcoming (opens later), open, closed (by its times) or published (its private board is: closed for good)
+    state: Literal["upcoming", "open", "closed", "published"]
     daily_quota: int
     visibility: Visibility
+    # GET /phases with a token: what the caller's competitor (their team, else they) submitted to it today (UTC)
+    submissions_today: int | None = None
 
 
 class PhasesPublic(BaseModel):
@@ -373,6 +377,12 @@ class ScenarioPublic(BaseModel):
     name: str
     weight: float
     public_episodes: int
+
+
+class RevealRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    force: StrictBool = Field(default=False, description="reveal even while a phase on the set is open and unpublished")
 
 
 class EvalSetPublic(TrackDescribed):

@@ -1,7 +1,7 @@
 """``python -m layersched.sim`` (also ``layersched sim``): a track's baseline table, the lab's by default.
 
-``python -m layersched.sim --help`` lists the lab's options and examples (sim/lab_table.py); ``--track ID --help``
-another track's.
+``python -m layersched.sim --help`` lists the lab's options and examples (sim/tracks/layers_v1/table.py);
+``--track ID --help`` another track's. Every track's table is its package's ``table.main``.
 
 This module only dispatches on ``--track``, and imports the table it runs and nothing else: another track's table
 never loads the lab's simulator (a sixth of the jobs-v1 table's process, issue 19's benchmark).
@@ -30,11 +30,6 @@ def split_track(argv: Sequence[str]) -> tuple[str, list[str]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     track_id, rest = split_track(sys.argv[1:] if argv is None else argv)
-    if track_id == DEFAULT_TRACK_ID:
-        from layersched.sim.lab_table import main as lab_main  # imported here: see the module's docstring
-
-        return lab_main(rest)
-    # Another track's table is its module's ``table.main``: this CLI knows no track but the lab.
     try:
         module = importlib.import_module(track_module(track_id) + ".table")
     except (TrackError, ImportError) as exc:

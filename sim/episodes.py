@@ -1,4 +1,5 @@
-"""Episode identities: where an episode's workload comes from and how a policy's own rng is seeded.
+"""Episode identities: where an episode's workload comes from, how a policy's own rng is seeded, and the hash that
+names the actions it took.
 
 An episode is either a *lab seed* (``random.Random(seed)``, public: the sample set and the lab's own numbers) or
 *keyed* (``KeyedRandom(key, label)``, hidden: the key is a secret of at least 128 bits kept by the organisers).
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -77,3 +79,9 @@ def policy_seed(bundle_sha256: str, scenario_hash: str, episode_id: str) -> int:
     """Seed of the policy's ``rng`` (and of Python's, numpy's and torch's globals in the sandbox): 63 bits."""
     digest = hashlib.sha256(f"layersched-policy-rng\0{bundle_sha256}\0{scenario_hash}\0{episode_id}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
+
+
+def trace_hash(actions: Sequence[int]) -> str:
+    """SHA-256 of the action sequence; equal hashes mean every decision was the same (on every track: actions are
+    integers)."""
+    return hashlib.sha256(",".join(str(a) for a in actions).encode()).hexdigest()

@@ -1,8 +1,8 @@
-"""The identity of the simulator's rules.
+"""The identity of a track's rules.
 
-Every result records ``SIM_VERSION`` and ``RULES_HASH``. The version is bumped by hand whenever the behaviour of the
-model changes; the rules hash is computed from the source of the modules that define that behaviour, so a result
-produced by edited rules can never pass for one produced by the released ones.
+Every result records ``SIM_VERSION`` and its track's ``rules_hash``. The version is bumped by hand whenever the
+behaviour of a model changes; the rules hash is computed from the source of the package that defines the track, so a
+result produced by edited rules can never pass for one produced by the released ones.
 """
 
 from __future__ import annotations
@@ -12,29 +12,17 @@ from pathlib import Path
 
 SIM_VERSION = "1.0.0"
 
-# The modules whose code decides completion times, workloads, catalogs and what policies observe (_observe.c is
-# observe()'s C kernel). Scoring and the CLI are not rules.
-_RULE_MODULES = ("env.py", "_observe.c", "workload.py", "catalog.py", "keyed_random.py")
-
-
-def _rules_hash() -> str:
-    digest = hashlib.sha256()
-    here = Path(__file__).parent
-    for name in _RULE_MODULES:
-        digest.update(name.encode())
-        digest.update(b"\0")
-        digest.update((here / name).read_bytes())
-    return digest.hexdigest()
-
-
-RULES_HASH = _rules_hash()
+# What a track's rules are written in: its Python modules and C sources (the lab's observe() kernel, _observe.c).
+# Data files are not rules: what a scenario reads of them is in its own hash (the lab's catalog, by content).
+RULE_FILES = ("*.py", "*.c")
 
 
 def package_rules_hash(package_dir: Path) -> str:
-    """The rules identity of a track that lives wholly in its package: every ``.py`` file's path and bytes, the
-    starter kit's excepted (a student's template is not a rule). The lab's is ``RULES_HASH``."""
+    """The rules identity of a track, which lives wholly in its package: every rule file's (``RULE_FILES``) path and
+    bytes, the starter kit's excepted (a student's template is not a rule). Every track's, the lab's included."""
     digest = hashlib.sha256()
-    for path in sorted(package_dir.rglob("*.py")):
+    files = sorted({path for pattern in RULE_FILES for path in package_dir.rglob(pattern)})
+    for path in files:
         relative = path.relative_to(package_dir)
         if relative.parts[0] == "starter":
             continue

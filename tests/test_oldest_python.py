@@ -44,7 +44,7 @@ def _venv_python() -> Path:
     python = VENV / "bin" / "python"
     stamp = VENV / "installed.sha256"
     want = hashlib.sha256(
-        (ROOT / "pyproject.toml").read_bytes() + (ROOT / "sim" / "_observe.c").read_bytes()
+        (ROOT / "pyproject.toml").read_bytes() + (ROOT / "sim" / "tracks" / "layers_v1" / "_observe.c").read_bytes()
     ).hexdigest()
     if python.exists() and stamp.exists() and stamp.read_text() == want:
         return python

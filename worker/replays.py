@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from layersched.server.storage import ReplayInput
-from layersched.sim.episode import trace_hash
 from layersched.sim.episode_report import reference_actions
+from layersched.sim.episodes import trace_hash
 from layersched.sim.evalset import EvalJob, EvalSet, score_baselines
 from layersched.sim.tracks import get_track
 from layersched.sim.tracks.schedules import encode_actions, public_workload

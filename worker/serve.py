@@ -9,8 +9,9 @@
   baselines scored on it as the leaderboard's reference rows (on every core, the first time for a set and simulator
   version, with a line every tenth of the episodes: ``layersched: baselines 45/150 episodes``).
 
-``--demo`` also creates a demo organiser and a demo student, prints their tokens, and submits the starter policy
-as the student, so the leaderboard shows a ranked entry a few seconds after start.
+``--demo`` registers each built-in track's public sample instead, with a phase on each (``worker/demo.py``), creates
+a demo organiser and a demo student, prints their tokens, and submits the lab's starter policy as the student (once
+per data directory), so the leaderboard shows a ranked entry a few seconds after start.
 Settings already present in the environment (``LAYERSCHED_*``) win over these embedded defaults.
 """
 
@@ -23,19 +24,16 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
-import httpx
-
-from layersched.server.config import Settings, get_settings
+from layersched.server.config import get_settings
 from layersched.sim.ordered_pool import available_cores
-from layersched.worker.evalsets import register_and_score
+from layersched.worker.demo import demo_phases, demo_sets, demo_users, submit_demo
+from layersched.worker.evalsets import progress_for, register_sets, registration_line
 from layersched.worker.sandbox.choice import choose_sandbox
 
 log = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
-STARTER_POLICY = Path(__file__).resolve().parents[1] / "sdk" / "starter" / "policy.py"
 
 
 def embedded_environment(data_dir: Path) -> dict[str, str]:
@@ -64,20 +62,24 @@ def serve(*, host: str, port: int, data_dir: Path, demo: bool) -> int:
     print(f"layersched: database {display_url(settings.database_url)} (schema brought up to date)", flush=True)
     admin.upgrade_database(settings=settings)
     cores = available_cores()
-    evalset = register_and_score(
-        path=settings.evalset_path, settings=settings, workers=cores, progress=BaselineProgress(workers=cores)
-    )
-    print(
-        f"layersched: evaluation set {evalset.name!r} (commitment {evalset.commitment[:16]}...) registered", flush=True
-    )
-    for path in settings.extra_evalset_paths:  # for phases besides the default one (admin phase create --evalset)
-        extra = register_and_score(
-            path=path, settings=settings, current=False, workers=cores, progress=BaselineProgress(workers=cores)
+    if demo:  # each track's sample, none current: the demo's phases name them (worker/demo.py)
+        registered = register_sets(demo_sets(), settings=settings, workers=cores, progress=progress_for(cores))
+    else:  # LAYERSCHED_EVALSET_PATH as the current set: the default phase `main` scores on it
+        registered = register_sets(
+            [settings.evalset_path], settings=settings, current=True, workers=cores, progress=progress_for(cores)
         )
-        print(f"layersched: evaluation set {extra.name!r} also registered, for phases", flush=True)
+    # The extra sets are for phases besides the default one (admin phase create --evalset, a challenge file).
+    shown = {r.path for r in registered}
+    extras = [path for path in settings.extra_evalset_paths if path.resolve() not in shown]
+    registered += register_sets(extras, settings=settings, workers=cores, progress=progress_for(cores))
+    for registration in registered:
+        print(f"layersched: {registration_line(registration)}", flush=True)
+    if demo:
+        for change in demo_phases(settings):
+            print(f"layersched: demo: {change}", flush=True)
     choice = choose_sandbox(settings)
     print(f"layersched: {choice.describe()}", flush=True)
-    tokens = _demo_users(settings) if demo else {}
+    tokens = demo_users(settings) if demo else {}
     worker_env = os.environ.copy()
     # The worker uses the sandbox announced above, rather than deciding again and logging its own reason.
     worker_env["LAYERSCHED_SANDBOX_BACKEND"] = choice.backend
@@ -92,7 +94,7 @@ def serve(*, host: str, port: int, data_dir: Path, demo: bool) -> int:
     )
     url = f"http://{host}:{port}"
     if demo:
-        threading.Thread(target=_submit_demo, args=(url, tokens["student"]), daemon=True).start()
+        threading.Thread(target=submit_demo, args=(url, tokens["student"]), daemon=True).start()
     print(f"layersched: API and leaderboard at {url}/ (OpenAPI at {url}/docs); Ctrl-C stops", flush=True)
     try:
         uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
@@ -108,65 +110,8 @@ def serve(*, host: str, port: int, data_dir: Path, demo: bool) -> int:
     return 0
 
 
-class BaselineProgress:
-    """Prints ``layersched: baselines 45/150 episodes`` each time another tenth of the episodes is scored."""
-
-    def __init__(self, lines: int = 10, workers: int = 1) -> None:
-        self.lines = lines
-        self.workers = workers
-        self.printed = 0
-
-    def __call__(self, done: int, total: int) -> None:
-        if done == 1:  # the rows were not cached: say what the wait is for
-            print(
-                f"layersched: scoring the six baselines on the {total} episodes ({min(self.workers, total)} processes;"
-                " once per evaluation set and simulator version)",
-                flush=True,
-            )
-        if done * self.lines >= (self.printed + 1) * total:
-            self.printed = done * self.lines // total
-            print(f"layersched: baselines {done}/{total} episodes", flush=True)
-
-
 def _terminate_with_parent() -> None:
     """In the worker's child, before exec: SIGTERM when the process that started it dies (Linux prctl)."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-
-
-def _demo_users(settings: Settings) -> dict[str, str]:
-    from layersched.server import admin
-
-    tokens: dict[str, str] = {}
-    for role, name in (("organiser", "demo-organiser"), ("participant", "demo-student")):
-        try:
-            token = admin.add_user(name=name, email=f"{name}@example.org", role=role, settings=settings).token
-        except admin.AdminError:  # exists from an earlier run: issue a fresh token
-            token = admin.new_token(name=name, settings=settings).token
-        tokens["student" if role == "participant" else "organiser"] = token
-        print(f"layersched: {role} {name!r} token: {token}", flush=True)
-    return tokens
-
-
-def _submit_demo(url: str, token: str) -> None:
-    """Wait for the API, then submit the starter policy as the demo student."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    response = httpx.post(
-        f"{url}/api/v1/submissions",
-        headers={"Authorization": f"Bearer {token}"},
-        files={"file": ("policy.py", STARTER_POLICY.read_bytes(), "text/x-python")},
-        data={"name": "starter policy", "description": "submitted by layersched serve --demo"},
-        timeout=30,
-    )
-    if response.status_code == 201:
-        print(f"layersched: demo submission {response.json()['id']} queued; watch {url}/", flush=True)
-    else:
-        print(f"layersched: demo submission refused: {response.status_code} {response.text}", flush=True)

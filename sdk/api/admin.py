@@ -106,8 +106,9 @@ class AdminApi(Transport):
     def admin_remove(self, team: str, user: str) -> Team:
         return decode(Team, self._request("DELETE", f"/admin/teams/{_path(team)}/members/{_path(user)}"), "team")
 
-    def admin_reveal_evalset(self, name: str) -> None:
-        self._request("POST", f"/admin/evalsets/{name}/reveal")
+    def admin_reveal_evalset(self, name: str, *, force: bool = False) -> None:
+        """Mark the set revealed; ``force``: even while a phase on it is open and its private board unpublished."""
+        self._request("POST", f"/admin/evalsets/{name}/reveal", json={"force": True} if force else None)
 
     def admin_audit_log(self, *, offset: int = 0, limit: int = 50) -> Page[AuditLogEntry]:
         raw = self._request("GET", "/admin/audit-log", params={"offset": offset, "limit": limit})

@@ -260,6 +260,16 @@ class PhaseInfo(OnTrack):
     track: str = DEFAULT_TRACK_ID
     track_title: str | None = None
     reference_baseline: str | None = None
+    # upcoming, open, closed or published (None: a server older than issue 29, which sends only ``open``)
+    state: str | None = None
+    submissions_today: int | None = None  # asked with a token: the caller's (team's) uploads to it today
+
+    @property
+    def status(self) -> str:
+        """``open``, ``closed``, ``published`` (closed for good) or ``opens later``."""
+        if self.state is None:
+            return "open" if self.open else "closed"
+        return "opens later" if self.state == "upcoming" else self.state
 
 
 @dataclass(frozen=True)

@@ -57,8 +57,12 @@ class SubmissionsApi(Transport):
         raw = self._request("POST", "/submissions", content=chunks(), headers=headers)
         return decode(Submission, raw, "submission")
 
-    def submissions(self, *, offset: int = 0, limit: int = 50) -> Page[Submission]:
-        raw = self._request("GET", "/submissions", params={"offset": offset, "limit": limit})
+    def submissions(self, *, offset: int = 0, limit: int = 50, phase: str | None = None) -> Page[Submission]:
+        """Yours and your team's, newest first (an organiser: everyone's); ``phase``: only those to it."""
+        params: dict[str, str | int] = {"offset": offset, "limit": limit}
+        if phase is not None:
+            params["phase"] = phase
+        raw = self._request("GET", "/submissions", params=params)
         return decode_page(raw, Submission, "submissions")
 
     def submission(self, submission_id: int) -> Submission:

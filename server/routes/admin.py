@@ -25,6 +25,7 @@ from layersched.server.schemas import (
     PhaseEdit,
     PhasePublic,
     RerunRequest,
+    RevealRequest,
     SubmissionPublic,
     TeamAssign,
     TeamCreate,
@@ -115,7 +116,7 @@ def _state_public(phase: Phase, state: LeaderboardState) -> LeaderboardStatePubl
 def freeze(
     session: SessionDep, actor: Organiser, body: FreezeRequest, phase: BoardPhase = None
 ) -> LeaderboardStatePublic:
-    target = storage.resolve_phase(session=session, name=phase, for_board=True)
+    target = storage.resolve_phase(session=session, name=phase)
     snapshot = leaderboard.freeze_snapshot(session=session, phase=target) if body.frozen else None
     state = storage.set_leaderboard_frozen(
         session=session, phase=target, frozen=body.frozen, snapshot=snapshot, actor=actor
@@ -125,7 +126,7 @@ def freeze(
 
 @router.post("/leaderboard/publish", response_model=LeaderboardStatePublic)
 def publish(session: SessionDep, actor: Organiser, phase: BoardPhase = None) -> LeaderboardStatePublic:
-    target = storage.resolve_phase(session=session, name=phase, for_board=True)
+    target = storage.resolve_phase(session=session, name=phase)
     snapshot = leaderboard.final_snapshot(session=session, phase=target)
     return _state_public(target, storage.publish_private(session=session, phase=target, actor=actor, snapshot=snapshot))
 
@@ -209,8 +210,15 @@ def remove_member(
 
 
 @router.post("/evalsets/{name}/reveal", response_model=EvalSetPublic)
-def reveal(session: SessionDep, actor: Organiser, name: Annotated[str, PathParam(pattern=NO_NUL)]) -> EvalSetPublic:
-    return presenters.evalset_public(storage.reveal_evalset(session=session, name=name, actor=actor))
+def reveal(
+    session: SessionDep,
+    actor: Organiser,
+    name: Annotated[str, PathParam(pattern=NO_NUL)],
+    body: RevealRequest | None = None,
+) -> EvalSetPublic:
+    """Refused (409) while a phase on the set is open and unpublished, unless ``force``."""
+    force = body.force if body else False
+    return presenters.evalset_public(storage.reveal_evalset(session=session, name=name, actor=actor, force=force))
 
 
 @router.get("/audit-log", response_model=AuditLogList)

@@ -12,9 +12,12 @@ from fastapi.templating import Jinja2Templates
 
 from layersched.server import charts
 from layersched.server.models import User
+from layersched.server.tracebacks import split_failure
 
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent.parent / "templates")
 templates.env.filters["ratio_color"] = charts.ratio_color
+# An episode's message in one line: a traceback in it is shown once, above the table (tracebacks.split_failure).
+templates.env.filters["failure_summary"] = lambda message: split_failure(message).summary if message else message
 
 # The pages run no script at all; their styles are inline (base.html, the chart's colours). Forms post only here.
 PAGE_CSP = (

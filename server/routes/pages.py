@@ -20,22 +20,29 @@ from sqlalchemy.orm import Session
 from layersched.server import charts, leaderboard, presenters, replays, storage, visibility
 from layersched.server.deps import PageDep, RowId, SessionDep, SettingsDep
 from layersched.server.errors import Conflict, Forbidden, NotFound
-from layersched.server.models import Phase, Submission, User, utcnow
+from layersched.server.models import EvalSet, Phase, Submission, User, utcnow
 from layersched.server.queue_places import QueuePlaces
 from layersched.server.routes.page_auth import PageViewer
 from layersched.server.routes.page_render import message, render
 from layersched.server.routes.signin import signin_page
 from layersched.server.schemas import Leaderboard, LeaderboardRow, Score
+from layersched.server.tracebacks import split_failure
 from layersched.server.tracks import metric_columns, track_fields
 
 router = APIRouter(include_in_schema=False)
+
+
+def in_set_order(evalset: EvalSet, names: set[str]) -> list[str]:
+    """``names`` in the order of the set's scenarios (the order its file gives them), any others after, sorted."""
+    order = [str(sc["name"]) for sc in evalset.scenarios if sc.get("name") in names]
+    return order + sorted(names - set(order))
 
 
 def _page_phase(session: Session, name: str | None, shown: list[Phase]) -> Phase:
     """The phase whose board the page shows: ``name``, else the API's default, else (several open) the first open
     phase the reader may see."""
     try:
-        return storage.resolve_phase(session=session, name=name, for_board=True)
+        return storage.resolve_phase(session=session, name=name)
     except Conflict:
         now = utcnow()
         open_now = [p for p in shown if storage.is_open(p, now)]
@@ -66,7 +73,7 @@ def leaderboard_page(
         return message(request, "Leaderboard", exc.message, viewer=viewer, status_code=status)
     except Forbidden as exc:
         return message(request, "Leaderboard", exc.message, viewer=viewer, status_code=403)
-    scenarios = sorted({name for row in board.rows for name in row.per_scenario})
+    scenarios = in_set_order(target.evalset, {name for row in board.rows for name in row.per_scenario})
     columns = metric_columns(board.track)
     rows, sorted_by = _sorted_rows(board.rows, sort, {c.name for c in columns})
     deadline = settings.submission_deadline
@@ -83,7 +90,7 @@ def leaderboard_page(
             "evalset": target.evalset,
             "phase": target,
             "phases": shown,
-            "now": utcnow(),
+            "phase_state": storage.phase_state(target, utcnow()),
             "state": storage.get_leaderboard_state(session=session, phase=target),
             "deadline": deadline.astimezone(dt.timezone.utc) if deadline else None,
             "final_submissions": settings.final_submissions,
@@ -217,6 +224,10 @@ def submission_page(
             "chart": charts.score_chart([row], reference=board.reference_baseline) if row else "",
             "logs": presenters.submission_logs(submission, reader) if full else [],
             "episodes": _episode_table(session, submission, sort) if full else None,
+            "failure": split_failure(public.error.message) if full and public.error else None,
+            "scenarios": in_set_order(
+                submission.phase.evalset, set(public.score.per_scenario) if public.score else set()
+            ),
         },
         viewer=viewer,
     )

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, UploadFile
+from fastapi import APIRouter, File, Form, Query, UploadFile
 
 from layersched.server import bundles, leaderboard, presenters, queue, storage, visibility
 from layersched.server.deps import CurrentUser, EnqueuerDep, PageDep, RowId, SessionDep, SettingsDep
@@ -84,8 +84,17 @@ def create_submission(
 
 
 @router.get("", response_model=SubmissionsPublic)
-def list_submissions(session: SessionDep, user: CurrentUser, settings: SettingsDep, page: PageDep) -> SubmissionsPublic:
-    rows, count = storage.list_submissions(session=session, viewer=user, offset=page.offset, limit=page.limit)
+def list_submissions(
+    session: SessionDep,
+    user: CurrentUser,
+    settings: SettingsDep,
+    page: PageDep,
+    phase: Annotated[str | None, Query(max_length=50, pattern=NO_NUL, description="only those to this phase")] = None,
+) -> SubmissionsPublic:
+    target = storage.get_phase(session=session, name=phase) if phase is not None else None
+    rows, count = storage.list_submissions(
+        session=session, viewer=user, offset=page.offset, limit=page.limit, phase=target
+    )
     views, places = leaderboard.PublicViews(session, user), QueuePlaces(session, settings)
     return SubmissionsPublic(
         data=[presenters.submission_public(s, viewer=user, view=views.of(s.phase), queue=places) for s in rows],

@@ -34,7 +34,13 @@ from layersched.server.storage.accounts import (
 )
 from layersched.server.storage.audit import list_audit_log, log_action
 from layersched.server.storage.baselines import get_baseline_result, list_baseline_results, upsert_baseline_result
-from layersched.server.storage.evalsets import get_current_evalset, get_evalset, register_evalset, reveal_evalset
+from layersched.server.storage.challenge import apply_challenge, export_challenge, get_rules
+from layersched.server.storage.evalsets import (
+    find_evalset,
+    get_current_evalset,
+    get_evalset,
+    register_evalset,
+)
 from layersched.server.storage.evaluations import (
     INFRASTRUCTURE,
     expire_stuck_evaluations,
@@ -58,7 +64,6 @@ from layersched.server.storage.leaderboard import (
     get_leaderboard_state,
     leaderboard_entries,
     leaderboard_fingerprint,
-    leaderboard_submissions,
     publish_private,
     set_leaderboard_frozen,
     team_members,
@@ -74,9 +79,12 @@ from layersched.server.storage.phases import (
     edit_phase,
     get_phase,
     is_open,
+    is_published,
     list_phases,
     open_phase,
+    phase_state,
     resolve_phase,
+    reveal_evalset,
 )
 from layersched.server.storage.quota import count_in_flight, count_submissions_today, phase_quota
 from layersched.server.storage.replays import (
@@ -129,6 +137,7 @@ __all__ = [
     "ReplayInput",
     "ScoredEntry",
     "StoredReplay",
+    "apply_challenge",
     "assign_member",
     "authenticate",
     "board_visible",
@@ -153,6 +162,8 @@ __all__ = [
     "episode_replay",
     "evaluation_scores",
     "expire_stuck_evaluations",
+    "export_challenge",
+    "find_evalset",
     "find_leaderboard_state",
     "finish_evaluation",
     "get_baseline_result",
@@ -161,17 +172,18 @@ __all__ = [
     "get_evaluation",
     "get_leaderboard_state",
     "get_phase",
+    "get_rules",
     "get_submission",
     "get_team",
     "get_user",
     "get_user_by_name",
     "heartbeat",
     "is_open",
+    "is_published",
     "issue_token",
     "join_team",
     "leaderboard_entries",
     "leaderboard_fingerprint",
-    "leaderboard_submissions",
     "leave_team",
     "list_audit_log",
     "list_baseline_results",
@@ -186,6 +198,7 @@ __all__ = [
     "member_ids",
     "open_phase",
     "phase_quota",
+    "phase_state",
     "primary_evaluation",
     "public_references",
     "publish_private",

@@ -1,4 +1,5 @@
-"""Evaluation sets as registered rows: which one is current, and revealing one after the competition.
+"""Evaluation sets as registered rows: which one is current (revealing one after the competition is in ``phases``,
+which knows whether a phase still uses it).
 
 The current set is the one of the default phase ``main``: registering a set as current points ``main`` at it (see
 ``phases``), so that a server with one set keeps one phase that follows it, as before phases.
@@ -6,16 +7,14 @@ The current set is the one of the default phase ``main``: registering a set as c
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from layersched.server.errors import NotFound
-from layersched.server.models import EvalSet, Phase, User, utcnow
-from layersched.server.storage.audit import add_log_entry
+from layersched.server.errors import Conflict, NotFound
+from layersched.server.models import EvalSet, Phase, utcnow
 from layersched.sim.tracks import DEFAULT_TRACK_ID
 
 DEFAULT_PHASE = "main"
@@ -31,23 +30,37 @@ def register_evalset(
     current: bool = True,
     track: str = DEFAULT_TRACK_ID,
 ) -> EvalSet:
-    """Add an evaluation set (or update the one with this name); ``current`` makes new submissions use it.
+    """Add an evaluation set (or update where the one with this name and commitment is read from); ``current``
+    makes new submissions use it.
 
     ``scenarios`` is what participants may see: ``[{"name", "weight", "public_episodes"}]``; ``track`` is the id of
-    the track whose problem they are (``layersched.sim.tracks``).
+    the track whose problem they are (``layersched.sim.tracks``). A name keeps its commitment for good: a set with
+    another commitment under a registered name is refused (Conflict naming both), since its phases' submissions
+    were scored on, and its commitment published for, the registered one.
     """
     row = session.scalar(select(EvalSet).where(EvalSet.name == name))
+    if row is not None and row.commitment != commitment:
+        raise Conflict(changed_set_message(name=name, registered=row.commitment, given=commitment, path=path))
     if row is None:
         row = EvalSet(name=name, commitment=commitment, path=path, scenarios=list(scenarios), track=track)
         session.add(row)
     else:
-        row.commitment, row.path, row.scenarios, row.track = commitment, path, list(scenarios), track
+        row.path, row.scenarios, row.track = path, list(scenarios), track
     if current:
         session.execute(update(EvalSet).where(EvalSet.name != name).values(current=False))
         row.current = True
         _point_default_phase(session, row)
     session.commit()
     return row
+
+
+def changed_set_message(*, name: str, registered: str, given: str, path: str) -> str:
+    """Why a set whose commitment is not the registered one's is refused under that name, naming both."""
+    return (
+        f"evaluation set {name!r} is registered with commitment {registered}, but {path} has commitment {given}: "
+        "a registered set never changes (its commitment is published and its phases' submissions were scored on "
+        "it); register the new file under another name (`name = ...` in it, or admin evalset new --name)"
+    )
 
 
 def _point_default_phase(session: Session, evalset: EvalSet) -> None:
@@ -64,17 +77,12 @@ def get_current_evalset(*, session: Session) -> EvalSet | None:
     return session.scalar(select(EvalSet).where(EvalSet.current.is_(True)))
 
 
+def find_evalset(*, session: Session, name: str) -> EvalSet | None:
+    return session.scalar(select(EvalSet).where(EvalSet.name == name))
+
+
 def get_evalset(*, session: Session, name: str) -> EvalSet:
     row = session.scalar(select(EvalSet).where(EvalSet.name == name))
     if row is None:
         raise NotFound(f"evaluation set {name!r} does not exist")
-    return row
-
-
-def reveal_evalset(*, session: Session, name: str, actor: User, now: dt.datetime | None = None) -> EvalSet:
-    row = get_evalset(session=session, name=name)
-    if not row.revealed:
-        row.revealed, row.revealed_at = True, now or utcnow()
-    add_log_entry(session, actor, "reveal_evalset", f"evalset:{name}", {"commitment": row.commitment})
-    session.commit()
     return row

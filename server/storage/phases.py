@@ -8,14 +8,14 @@ Organisers add their own (``dev``, ``final``) with :func:`create_phase`.
 from __future__ import annotations
 
 import datetime as dt
-from typing import TypedDict
+from typing import Any, Literal, TypedDict
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
 from layersched.server.errors import Conflict, NotFound
-from layersched.server.models import Phase, User, utcnow
+from layersched.server.models import EvalSet, Phase, User, utcnow
 from layersched.server.storage.audit import add_log_entry
 from layersched.server.storage.evalsets import DEFAULT_PHASE, get_evalset
 
@@ -26,12 +26,38 @@ def _utc(moment: dt.datetime) -> str:
     return moment.astimezone(dt.timezone.utc).isoformat()
 
 
+def is_published(phase: Phase) -> bool:
+    """Whether the phase's private board (its final ranking) is published, which closes it whatever its times say."""
+    return phase.board_state is not None and phase.board_state.private_published
+
+
 def is_open(phase: Phase, now: dt.datetime) -> bool:
+    if is_published(phase):
+        return False
     return phase.opens_at <= now and (phase.closes_at is None or now < phase.closes_at)
+
+
+PhaseState = Literal["upcoming", "open", "closed", "published"]
+
+
+def phase_state(phase: Phase, now: dt.datetime) -> PhaseState:
+    """``upcoming`` (opens later), ``open``, ``closed`` (by its times) or ``published`` (its private board is: closed
+    for good)."""
+    if is_published(phase):
+        return "published"
+    if now < phase.opens_at:
+        return "upcoming"
+    return "open" if is_open(phase, now) else "closed"
 
 
 def closed_because(phase: Phase, now: dt.datetime) -> str | None:
     """Why ``phase`` takes no submissions at ``now`` (naming the time it opens or closed), None while it is open."""
+    if is_published(phase):
+        assert phase.board_state is not None
+        published_at = phase.board_state.published_at
+        return f"the private leaderboard of phase {phase.name!r} was published" + (
+            f" at {_utc(published_at)}" if published_at else ""
+        )
     if now < phase.opens_at:
         return f"phase {phase.name!r} is not open yet: it opens at {_utc(phase.opens_at)}"
     if phase.closes_at is not None and now >= phase.closes_at:
@@ -45,7 +71,9 @@ def board_visible(phase: Phase, viewer: User | None) -> bool:
 
 
 def get_phase(*, session: Session, name: str) -> Phase:
-    phase = session.scalar(select(Phase).where(Phase.name == name).options(selectinload(Phase.evalset)))
+    phase = session.scalar(
+        select(Phase).where(Phase.name == name).options(selectinload(Phase.evalset), selectinload(Phase.board_state))
+    )
     if phase is None:
         raise NotFound(f"phase {name!r} does not exist")
     return phase
@@ -53,17 +81,21 @@ def get_phase(*, session: Session, name: str) -> Phase:
 
 def list_phases(*, session: Session) -> list[Phase]:
     """Every phase, in the order they open."""
-    return list(session.scalars(select(Phase).options(selectinload(Phase.evalset)).order_by(Phase.opens_at, Phase.id)))
+    return list(
+        session.scalars(
+            select(Phase)
+            .options(selectinload(Phase.evalset), selectinload(Phase.board_state))
+            .order_by(Phase.opens_at, Phase.id)
+        )
+    )
 
 
-def resolve_phase(
-    *, session: Session, name: str | None, for_board: bool = False, now: dt.datetime | None = None
-) -> Phase:
+def resolve_phase(*, session: Session, name: str | None, now: dt.datetime | None = None) -> Phase:
     """The phase ``name``, or with None the only open one; NotFound naming a phase that does not exist, Conflict
     listing the open phases when none or several are open (the caller must then name one).
 
-    ``for_board``: a board is asked for, and with no phase open the only phase there is will do (a challenge's one
-    phase keeps its board after it closes).
+    With no phase open, the only phase there is will do: a challenge's one phase keeps its board after it closes, and
+    an upload to it is refused with its own reason (its closing time, its publication).
     """
     if name is not None:
         return get_phase(session=session, name=name)
@@ -72,7 +104,9 @@ def resolve_phase(
     open_now = [p for p in phases if is_open(p, now)]
     if len(open_now) == 1:
         return open_now[0]
-    if for_board and not open_now and len(phases) == 1:
+    if not open_now and len(phases) == 1:
+        # A challenge's one phase: its board stays after it closes, and an upload is told why it is closed (its
+        # closing time, its publication) rather than that nothing is open.
         return phases[0]
     if not phases:
         raise Conflict(
@@ -102,6 +136,11 @@ def create_phase(
     if session.scalar(select(Phase.id).where(Phase.name == name)) is not None:
         raise Conflict(f"phase {name!r} exists already")
     evalset = get_evalset(session=session, name=evalset_name)
+    if evalset.revealed:
+        raise Conflict(
+            f"evaluation set {evalset_name!r} is revealed: its hidden episodes are public, so no new phase may score "
+            "on it; register a new set (layersched admin evalset new, layersched evalset register)"
+        )
     opens_at = opens_at or now or utcnow()
     if closes_at is not None and closes_at <= opens_at:
         raise Conflict(f"phase {name!r} would close at {_utc(closes_at)}, not after it opens at {_utc(opens_at)}")
@@ -200,3 +239,32 @@ def close_phase(
     add_log_entry(session, actor, "close_phase", f"phase:{name}", {"closes_at": _utc(closes_at)})
     session.commit()
     return phase
+
+
+def reveal_evalset(
+    *, session: Session, name: str, actor: User, force: bool = False, now: dt.datetime | None = None
+) -> EvalSet:
+    """Mark the set revealed (its file is then published: every hidden episode becomes known).
+
+    Refused (Conflict naming them) while a phase on the set is open and its private board unpublished: the phase
+    still takes uploads, which could then be fitted to the revealed episodes. ``force`` overrides, and the audit
+    log keeps the phases it overrode.
+    """
+    row = get_evalset(session=session, name=name)
+    moment = now or utcnow()
+    open_phases = [p.name for p in list_phases(session=session) if p.evalset_id == row.id and is_open(p, moment)]
+    if open_phases and not force and not row.revealed:
+        listed = ", ".join(open_phases)
+        raise Conflict(
+            f"evaluation set {name!r} is the set of phase {listed}, open and not published: revealing it now would "
+            f"show its hidden episodes while it takes uploads; close the phase or publish its board first (or "
+            "--force)"
+        )
+    if not row.revealed:
+        row.revealed, row.revealed_at = True, moment
+    detail: dict[str, Any] = {"commitment": row.commitment}
+    if open_phases and force:
+        detail["forced_while_open"] = open_phases
+    add_log_entry(session, actor, "reveal_evalset", f"evalset:{name}", detail)
+    session.commit()
+    return row

@@ -130,12 +130,15 @@ def load_submission(*, session: Session, submission_id: int) -> Submission:
 
 
 def list_submissions(
-    *, session: Session, viewer: User, offset: int = 0, limit: int = 50
+    *, session: Session, viewer: User, offset: int = 0, limit: int = 50, phase: Phase | None = None
 ) -> tuple[list[Submission], int]:
-    """The viewer's submissions and their team's, newest first (organisers: everyone's), and the total count."""
+    """The viewer's submissions and their team's, newest first (organisers: everyone's), and the total count; only
+    those to ``phase`` when it is given."""
     where: list[ColumnElement[bool]] = []
     if viewer.role != "organiser":
         where.append(Submission.owner_id.in_(member_ids(session=session, user_id=viewer.id)))
+    if phase is not None:
+        where.append(Submission.phase_id == phase.id)
     total = session.scalar(select(func.count(Submission.id)).where(*where)) or 0
     rows = session.scalars(
         select(Submission).where(*where).options(*_LOADED).order_by(Submission.id.desc()).offset(offset).limit(limit)

@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from layersched.sim.episode import trace_hash
-from layersched.sim.episodes import Split, policy_seed
+from layersched.sim.episodes import Split, policy_seed, trace_hash
 from layersched.sim.evalset.model import EvalJob, EvalSet, find_track
 from layersched.sim.ordered_pool import Progress, map_ordered
 from layersched.sim.scoring import ScenarioEpisodes, Score, pair_episodes, score

@@ -199,8 +199,7 @@ class Track(ScenarioSchema, Protocol):
     # The metric scores are ratios of (lower is better, always positive).
     primary_metric: str
     # The identity of the code that decides the track's episodes and metrics: cached baseline runs made by other
-    # rules are recomputed (``layersched.sim.version.package_rules_hash`` of the track's package; the lab's is
-    # ``RULES_HASH``).
+    # rules are recomputed (``layersched.sim.version.package_rules_hash`` of the track's package, every track's).
     rules_hash: str
     # Where the starter kit's files are, as (package, folder) for importlib.resources: ``layersched init --track
     # ID`` copies them. Named, not imported, so a track never imports the student's package.

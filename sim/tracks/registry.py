@@ -1,7 +1,9 @@
 """The tracks this installation knows, by versioned id.
 
-Built-in tracks live in ``layersched.sim.tracks.<package>`` and are imported on first use. Others (a test's toy
-problem, an organiser's own) are modules that define ``TRACK``; ``load_track_module`` imports one and registers it.
+Built-in tracks are the packages ``layersched.sim.tracks.<name>_v<N>``: the folder ``sim/tracks/jobs_v1/`` is track
+``jobs-v1`` (underscores in the name become hyphens), found by its folder and imported on first use, so adding a
+built-in track is adding its folder. Others (a test's toy problem, an organiser's own) are modules that define
+``TRACK``; ``load_track_module`` imports one and registers it.
 Both ends of a sandbox name a track by its id and the module that defines it, so the harness imports the same.
 
 An id is ``name-vN``, as Gymnasium names environments: a change in a track's dynamics, scoring or contract is a
@@ -12,18 +14,28 @@ from __future__ import annotations
 
 import importlib
 import re
+from pathlib import Path
 
 from layersched.sim.errors import SimError
 from layersched.sim.tracks.interface import Track
 
 DEFAULT_TRACK_ID = "layers-v1"
-# The built-in tracks: id -> the module that defines TRACK.
-BUILTIN_MODULES: dict[str, str] = {
-    "layers-v1": "layersched.sim.tracks.layers_v1",
-    "jobs-v1": "layersched.sim.tracks.jobs_v1",
-    "workflows-v1": "layersched.sim.tracks.workflows_v1",
-}
 _ID = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*-v[1-9][0-9]*")
+_FOLDER = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*_v[1-9][0-9]*")  # a track id with "_" for "-": a package name
+
+
+def builtin_modules(folder: Path, package: str) -> dict[str, str]:
+    """Track id -> module, for each track package in ``folder`` (the package ``package``): a sub-folder named like
+    ``jobs_v1`` with an ``__init__.py``."""
+    return {
+        path.name.replace("_", "-"): f"{package}.{path.name}"
+        for path in sorted(folder.iterdir())
+        if _FOLDER.fullmatch(path.name) and (path / "__init__.py").is_file()
+    }
+
+
+# The built-in tracks: id -> the module that defines TRACK.
+BUILTIN_MODULES: dict[str, str] = builtin_modules(Path(__file__).parent, __name__.rpartition(".")[0])
 
 _registered: dict[str, tuple[Track, str]] = {}
 
@@ -63,7 +75,10 @@ def get_track(track_id: str) -> Track:
     module = BUILTIN_MODULES.get(track_id)
     if module is None:
         raise TrackError(f"unknown track {track_id!r}; known tracks: {', '.join(track_ids())}")
-    return load_track_module(module)
+    track = load_track_module(module)
+    if track.id != track_id:
+        raise TrackError(f"track module {module!r} defines track {track.id!r}; its folder makes it {track_id!r}")
+    return track
 
 
 def track_module(track_id: str) -> str:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from layersched.sim.episodes import EpisodeSpec, SeededRandom
+from layersched.sim.episodes import EpisodeSpec, SeededRandom, trace_hash
 from layersched.sim.errors import PolicyError, SimError
 from layersched.sim.tracks.interface import ScenarioEntry, Track
 
@@ -133,9 +133,6 @@ def replay_episode(
     accepted; their trace hash must be ``expected_hash`` (the stored run's), else ``ReplayError`` (so a page never
     draws a schedule that is not the one scored). ``ReplayError`` too if the track draws no schedules or its
     simulator refuses an action."""
-    # Here, not at the top: the lab's episode module imports its simulator, which jobs-v1's table must not load.
-    from layersched.sim.episode import trace_hash
-
     views = schedule_views(track)
     if views is None:
         raise ReplayError(f"track {track.id!r} draws no schedules")

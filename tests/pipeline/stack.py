@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +22,8 @@ from layersched.server.config import Settings
 from layersched.worker.evalsets import register_and_score
 from tests.server.conftest import create_pg_database, drop_pg_database
 
-SAMPLE = Path(__file__).resolve().parents[2] / "hidden_seeds" / "sample.toml"
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "hidden_seeds" / "sample.toml"
 
 
 def free_port() -> int:
@@ -52,10 +53,11 @@ class Stack:
     redis_port: int
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
-    def start(self, name: str, argv: list[str]) -> None:
+    def start(self, name: str, argv: list[str], **env: str) -> None:
+        """Start ``argv`` with the service's environment (and ``env``), its output in ``name``.log."""
         with (self.tmp / f"{name}.log").open("ab") as log:  # the child keeps its own copy of the descriptor
             self.processes[name] = subprocess.Popen(
-                argv, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                argv, env={**self.env, **env}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
 
     def stop(self, name: str, sig: int = signal.SIGTERM) -> None:
@@ -128,24 +130,10 @@ def _redis_up(port: int) -> bool:
         return False
 
 
-@contextmanager
-def running_stack(
-    tmp_path: Path,
-    baseline_cache: Path,
-    evalset: Path = SAMPLE,
-    *,
-    process_env: dict[str, str] | None = None,
-    **overrides: str,
-) -> Iterator[Stack]:
-    """Start Redis and the API against a fresh Postgres database, ``evalset`` current; the caller starts workers.
-
-    ``overrides`` are settings (``LAYERSCHED_...``) for this process and the service's; ``process_env`` is for the
-    service's processes only (values in their environment's own syntax, a JSON list say)."""
-    if shutil.which("redis-server") is None:
-        raise RuntimeError("redis-server is not installed (scripts/bootstrap --system installs it)")
-    database = create_pg_database()
-    redis_port, api_port = free_port(), free_port()
-    env = {
+def _service_env(
+    tmp_path: Path, baseline_cache: Path, database: str, redis_port: int, **overrides: str
+) -> dict[str, str]:
+    return {
         **os.environ,
         "LAYERSCHED_DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{database}",
         "LAYERSCHED_BROKER_URL": f"redis://127.0.0.1:{redis_port}/0",
@@ -159,30 +147,86 @@ def running_stack(
         "LAYERSCHED_NOTIFY_INTERVAL_S": "0.5",  # webhooks are posted within the test's patience
         **overrides,
     }
-    settings = Settings(  # type: ignore[call-arg]
+
+
+def _settings(env: dict[str, str]) -> Settings:
+    return Settings(  # type: ignore[call-arg]
         _env_file=None,
         **{k.removeprefix("LAYERSCHED_").lower(): v for k, v in env.items() if k.startswith("LAYERSCHED_")},
     )
-    admin.upgrade_database(settings=settings)
-    register_and_score(path=evalset, settings=settings)
-    stack = Stack(tmp_path, {**env, **(process_env or {})}, settings, f"http://127.0.0.1:{api_port}", redis_port)
+
+
+def start_api(stack: Stack, name: str = "api") -> None:
+    """uvicorn on the app factory, as compose's ``api`` service starts it; returns once /healthz answers."""
+    port = int(stack.api_url.rsplit(":", 1)[1])
+    stack.start(
+        name,
+        [sys.executable, "-m", "uvicorn", "--factory", "layersched.server.app:create_app", "--host", "127.0.0.1",
+         "--port", str(port)],
+    )  # fmt: skip
+    wait_for(lambda: _healthy(stack.api_url), 30, "the API")
+
+
+@contextmanager
+def running_stack(
+    tmp_path: Path,
+    baseline_cache: Path,
+    evalset: Path = SAMPLE,
+    *,
+    process_env: dict[str, str] | None = None,
+    **overrides: str,
+) -> Iterator[Stack]:
+    """Start Redis and the API against a fresh Postgres database, ``evalset`` current; the caller starts workers.
+
+    ``overrides`` are settings (``LAYERSCHED_...``) for this process and the service's; ``process_env`` is for the
+    service's processes only (values in their environment's own syntax, a JSON list say)."""
+
+    def prepare(stack: Stack) -> None:
+        admin.upgrade_database(settings=stack.settings)
+        register_and_score(path=evalset, settings=stack.settings)
+
+    with _service(tmp_path, baseline_cache, prepare, process_env or {}, overrides) as stack:
+        yield stack
+
+
+@contextmanager
+def production_stack(tmp_path: Path, baseline_cache: Path, **overrides: str) -> Iterator[Stack]:
+    """The deployment as README's production sequence has it, started the way compose starts it: a fresh Postgres
+    database brought up to date by ``alembic upgrade head`` (compose's ``migrate``), a private Redis and the API
+    (uvicorn on the app factory). Nothing is registered and nobody exists: the caller does the rest through the CLI
+    (``layersched admin user add --bootstrap``, ``layersched evalset register``, ``layersched worker``)."""
+
+    def migrate(stack: Stack) -> None:
+        argv = [sys.executable, "-m", "alembic", "upgrade", "head"]
+        migrated = subprocess.run(argv, env=stack.env, cwd=REPO, capture_output=True, text=True)
+        if migrated.returncode != 0:
+            raise RuntimeError(f"alembic upgrade head failed: {migrated.stderr[-2000:]}")
+
+    with _service(tmp_path, baseline_cache, migrate, {}, overrides) as stack:
+        yield stack
+
+
+@contextmanager
+def _service(
+    tmp_path: Path,
+    baseline_cache: Path,
+    prepare: Callable[[Stack], None],
+    process_env: dict[str, str],
+    overrides: dict[str, str],
+) -> Iterator[Stack]:
+    """A fresh Postgres database, ``prepare``d; then a private Redis and the API. Everything stops at the end and the
+    database is dropped."""
+    if shutil.which("redis-server") is None:
+        raise RuntimeError("redis-server is not installed (scripts/bootstrap --system installs it)")
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    database = create_pg_database()
+    redis_port, api_port = free_port(), free_port()
+    env = _service_env(tmp_path, baseline_cache, database, redis_port, **overrides)
+    stack = Stack(tmp_path, {**env, **process_env}, _settings(env), f"http://127.0.0.1:{api_port}", redis_port)
     try:
+        prepare(stack)
         stack.start_redis()
-        stack.start(
-            "api",
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "--factory",
-                "layersched.server.app:create_app",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(api_port),
-            ],
-        )
-        wait_for(lambda: _healthy(stack.api_url), 30, "the API")
+        start_api(stack)
         yield stack
     finally:
         for name in list(stack.processes):

@@ -20,8 +20,8 @@ import httpx
 import pytest
 
 from layersched.server import admin
-from layersched.sim.baselines import BASELINES
 from layersched.sim.evalset import evaluate_policy, load_evalset
+from layersched.sim.tracks.layers_v1.baselines import BASELINES
 from tests.pipeline.stack import SAMPLE, Stack, running_stack, wait_for
 from tests.server.http_receiver import Receiver, http_receiver
 
@@ -35,14 +35,14 @@ pytestmark = [
 
 # A Greedy policy that takes ~5 ms per decision, so a worker can be killed while it runs (1800 decisions).
 SLOW_GREEDY = b"""import time
-from layersched.sim.baselines import greedy_estimate
+from layersched.sim.tracks.layers_v1.baselines import greedy_estimate
 
 
 def policy(env, task, rng):
     time.sleep(0.005)
     return greedy_estimate(env, task, rng)
 """
-GREEDY = b"""from layersched.sim.baselines import greedy_estimate
+GREEDY = b"""from layersched.sim.tracks.layers_v1.baselines import greedy_estimate
 
 
 def policy(env, task, rng):

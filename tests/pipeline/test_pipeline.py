@@ -10,9 +10,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from layersched.server import storage
 from layersched.server.config import Settings
 from layersched.server.models import EpisodeResult
-from layersched.sim.baselines import BASELINES
-from layersched.sim.episode import trace_hash
+from layersched.sim.episodes import trace_hash
 from layersched.sim.evalset import evaluate_policy, load_evalset, score_baselines
+from layersched.sim.tracks.layers_v1.baselines import BASELINES
 from layersched.worker.pipeline import RetryableError, run_evaluation
 from layersched.worker.sandbox.runner import open_sandbox
 from tests.pipeline.conftest import SAMPLE, Submitted, evaluation, organiser

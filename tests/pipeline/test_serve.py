@@ -29,12 +29,28 @@ NOISE = (
 )
 
 
-def start_demo(tmp_path: Path, port: int, **extra_env: str) -> tuple[subprocess.Popen[bytes], Path]:
+@pytest.fixture(scope="module")
+def baselines(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The baselines' rows of the three samples, scored once for the demos of this module that share them."""
+    return str(tmp_path_factory.mktemp("serve-baselines"))
+
+
+def start_demo(
+    tmp_path: Path, port: int, *, log_name: str = "serve.log", demo: bool = True, **extra_env: str
+) -> tuple[subprocess.Popen[bytes], Path]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAYERSCHED_")} | extra_env
-    log = tmp_path / "serve.log"
+    log = tmp_path / log_name
     with log.open("wb") as out:
         serve = subprocess.Popen(
-            ["layersched", "serve", "--demo", "--port", str(port), "--data-dir", str(tmp_path / "var")],
+            [
+                "layersched",
+                "serve",
+                *(["--demo"] if demo else []),
+                "--port",
+                str(port),
+                "--data-dir",
+                str(tmp_path / "var"),
+            ],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -45,7 +61,7 @@ def start_demo(tmp_path: Path, port: int, **extra_env: str) -> tuple[subprocess.
 
 def demo_ranked(url: str) -> bool:
     try:
-        rows = httpx.get(f"{url}/api/v1/leaderboard", timeout=5).json()["rows"]
+        rows = httpx.get(f"{url}/api/v1/leaderboard", params={"phase": "layers"}, timeout=5).json()["rows"]
     except httpx.HTTPError:
         return False
     return any(r["participant"] == "demo-student" and r["rank"] == 1 for r in rows)
@@ -75,9 +91,9 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_demo_serves_a_ranked_leaderboard_and_stops_cleanly(tmp_path: Path) -> None:
+def test_demo_serves_a_ranked_leaderboard_and_stops_cleanly(tmp_path: Path, baselines: str) -> None:
     port = free_port()
-    serve, log = start_demo(tmp_path, port)
+    serve, log = start_demo(tmp_path, port, LAYERSCHED_BASELINE_CACHE_DIR=baselines)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: demo_ranked(url), 120, "the demo submission on the leaderboard")
@@ -86,15 +102,34 @@ def test_demo_serves_a_ranked_leaderboard_and_stops_cleanly(tmp_path: Path) -> N
         assert len(tokens) == 2, text
         me = httpx.get(f"{url}/api/v1/me", headers={"Authorization": f"Bearer {tokens[1]}"}, timeout=5).json()
         assert me["name"] == "demo-student"
-        board = httpx.get(f"{url}/api/v1/leaderboard", timeout=5).json()
-        assert {r["participant"] for r in board["rows"] if r["baseline"]} == {
-            "Random",
-            "LeastLoaded",
-            "Kube",
-            "Dep",
-            "LRS",
-            "Greedy",
+        # The platform as it is (issue 29): a phase on each track's public sample, three boards, each with its
+        # track's reference and baselines, so that a kit of any track submits to it as it is.
+        phases = {p["name"]: p for p in httpx.get(f"{url}/api/v1/phases", timeout=5).json()["data"]}
+        assert {n: (p["evalset"], p["track"], p["state"]) for n, p in phases.items()} == {
+            "layers": ("sample", "layers-v1", "open"),
+            "jobs": ("jobs-sample", "jobs-v1", "open"),
+            "workflows": ("workflows-sample", "workflows-v1", "open"),
         }
+        boards = {n: httpx.get(f"{url}/api/v1/leaderboard", params={"phase": n}, timeout=5).json() for n in phases}
+        assert {n: (b["reference_baseline"], {r["participant"] for r in b["rows"] if r["baseline"]})
+                for n, b in boards.items()} == {
+            "layers": ("Greedy", {"Random", "LeastLoaded", "Kube", "Dep", "LRS", "Greedy"}),
+            "jobs": ("SJF", {"SJF", "Packer", "Tetris*", "Random"}),
+            "workflows": ("HEFT", {"FCFS", "HEFT", "MinMin", "Random"}),
+        }  # fmt: skip
+        # A kit of another track submits to the demo as it is: its kit file names the track, which has one phase.
+        env = {
+            **os.environ, "LAYERSCHED_SERVER": url, "LAYERSCHED_TOKEN": tokens[1],
+            "LAYERSCHED_CONFIG": str(tmp_path / "cli.json"),
+        }  # fmt: skip
+        kit = tmp_path / "jobs-kit"
+        made = subprocess.run(["layersched", "init", str(kit), "--track", "jobs-v1"], env=env, capture_output=True)
+        assert made.returncode == 0, made.stderr
+        sent = subprocess.run(
+            ["layersched", "submit", str(kit), "--no-wait"], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert sent.returncode == 0, sent.stdout + sent.stderr
+        assert sent.stdout.startswith("submitted #2 'jobs-kit' (queued)")
         organiser = {"Authorization": f"Bearer {tokens[0]}"}
         assert httpx.get(f"{url}/healthz", timeout=5).json() == {"status": "ok"}
         detailed = httpx.get(f"{url}/healthz", headers=organiser, timeout=5).json()
@@ -120,6 +155,25 @@ def test_demo_serves_a_ranked_leaderboard_and_stops_cleanly(tmp_path: Path) -> N
     assert [noise for noise in NOISE if noise in text] == [], text
     assert text.rstrip().endswith("layersched: stopped"), text[-2000:]
 
+    # A second demo on the same data directory changes no phase and queues no other starter submission: the demo
+    # student's quota stays as it was (issue 29).
+    again, second_log = start_demo(tmp_path, port, log_name="again.log", LAYERSCHED_BASELINE_CACHE_DIR=baselines)
+    try:
+        wait_for(lambda: "from an earlier run" in second_log.read_text(), 120, "the second demo's submission line")
+        text = second_log.read_text()
+        assert "layersched: demo: create phase" not in text
+        assert "layersched: the demo student has 2 submission(s) from an earlier run: none is queued now" in text
+        student_token = re.findall(r"token: (lst_\S+)", text)[1]
+        student = {"Authorization": f"Bearer {student_token}"}
+        mine = httpx.get(f"{url}/api/v1/submissions", headers=student, timeout=5).json()
+        assert mine["count"] == 2  # the starter and the jobs kit of the first run: none queued by this one
+        quota = {p["name"]: p["submissions_today"] for p in httpx.get(
+            f"{url}/api/v1/phases", headers=student, timeout=5).json()["data"]}  # fmt: skip
+        assert quota == {"layers": 1, "jobs": 1, "workflows": 0}
+    finally:
+        os.killpg(again.pid, signal.SIGINT)
+        assert again.wait(timeout=60) == 0, second_log.read_text()[-3000:]
+
 
 def test_demo_without_an_engine_says_in_plain_words_that_it_uses_the_process_sandbox(tmp_path: Path) -> None:
     port = free_port()
@@ -135,7 +189,7 @@ def test_demo_without_an_engine_says_in_plain_words_that_it_uses_the_process_san
         assert f"no Docker engine answers at {nowhere} (start one: bash worker/sandbox/start_dockerd.sh)" in head
         # Scoring the baselines says how far it is (issue 16, item 13): the sample set has 6 episodes.
         assert "layersched: baselines 6/6 episodes\n" in head, head
-        evaluation = httpx.get(f"{url}/api/v1/leaderboard", timeout=5).json()
+        evaluation = httpx.get(f"{url}/api/v1/leaderboard", params={"phase": "layers"}, timeout=5).json()
         assert any(r["participant"] == "demo-student" for r in evaluation["rows"])
     finally:
         os.killpg(serve.pid, signal.SIGINT)
@@ -144,20 +198,33 @@ def test_demo_without_an_engine_says_in_plain_words_that_it_uses_the_process_san
     assert [noise for noise in NOISE if noise in text] == [], text
 
 
-def test_serve_registers_the_extra_sets_for_phases_with_their_baselines(tmp_path: Path) -> None:
+def test_serve_registers_the_extra_sets_for_phases_with_their_baselines(tmp_path: Path, baselines: str) -> None:
     """LAYERSCHED_EXTRA_EVALSET_PATHS (issue 18): each set is registered beside the current one, not current, with its
-    baselines' rows, so that an organiser can open a phase on it at once; here the jobs-v1 sample beside the lab's."""
+    baselines' rows, so that an organiser can open a phase on it at once; here the jobs-v1 sample beside the lab's.
+    The organiser is the README's first one: `admin user add --bootstrap --data-dir` before the first serve."""
+    var = str(tmp_path / "var")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAYERSCHED_")}
+    made = subprocess.run(
+        ["layersched", "admin", "user", "add", "--bootstrap", "--data-dir", var, "--name", "olga", "--email",
+         "olga@example.org", "--role", "organiser"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    organiser = {"Authorization": f"Bearer {made.stdout.rsplit(': ', 1)[1].strip()}"}
     port = free_port()
     jobs = Path(__file__).resolve().parents[2] / "hidden_seeds" / "jobs-sample.toml"
-    serve, log = start_demo(tmp_path, port, LAYERSCHED_EXTRA_EVALSET_PATHS=json.dumps([str(jobs)]))
+    serve, log = start_demo(
+        tmp_path, port, demo=False, LAYERSCHED_EXTRA_EVALSET_PATHS=json.dumps([str(jobs)]),
+        LAYERSCHED_BASELINE_CACHE_DIR=baselines,
+    )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: demo_ranked(url), 120, "the demo submission on the leaderboard")
+        wait_for(lambda: "Ctrl-C stops" in log.read_text(), 120, "serve to start")
+        wait_for(lambda: _healthy(url), 60, "the API")
         text = log.read_text()
-        assert "layersched: evaluation set 'jobs-sample' also registered, for phases" in text, text
-        organiser_token = re.findall(r"token: (lst_\S+)", text)[0]  # the demo's organiser comes first
-        organiser = {"Authorization": f"Bearer {organiser_token}"}
+        assert "layersched: evaluation set 'jobs-sample' (track jobs-v1, commitment " in text, text
         assert httpx.get(f"{url}/api/v1/evalsets/current", timeout=5).json()["track"] == "layers-v1"  # still current
+        assert [p["name"] for p in httpx.get(f"{url}/api/v1/phases", timeout=5).json()["data"]] == ["main"]
         created = httpx.post(
             f"{url}/api/v1/admin/phases", headers=organiser, json={"name": "jobs", "evalset": "jobs-sample"}, timeout=5
         )
@@ -171,9 +238,16 @@ def test_serve_registers_the_extra_sets_for_phases_with_their_baselines(tmp_path
         assert serve.wait(timeout=60) == 0, log.read_text()[-3000:]
 
 
-def test_a_killed_serve_takes_its_worker_with_it(tmp_path: Path) -> None:
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def test_a_killed_serve_takes_its_worker_with_it(tmp_path: Path, baselines: str) -> None:
     port = free_port()
-    serve, log = start_demo(tmp_path, port)
+    serve, log = start_demo(tmp_path, port, LAYERSCHED_BASELINE_CACHE_DIR=baselines)
     try:
         wait_for(lambda: "Ctrl-C stops" in log.read_text(), 120, "serve to start")
         workers = wait_for(lambda: descendants(serve.pid), 30, "the worker to start")

@@ -22,7 +22,7 @@ import pytest
 from layersched.server.admin import upgrade_database
 from layersched.server.config import Settings
 from layersched.sim.episodes import EpisodeSpec, policy_seed
-from layersched.sim.scenario import NodeRanges, Scenario
+from layersched.sim.tracks.layers_v1.scenario import NodeRanges, Scenario
 from layersched.worker.evalsets import register_and_score
 from layersched.worker.sandbox.docker_backend import LABEL, WORKER_LABEL, worker_identity
 from layersched.worker.sandbox.limits import MiB, SandboxLimits

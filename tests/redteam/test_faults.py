@@ -43,7 +43,7 @@ from tests.pipeline.stack import Stack, free_port, running_stack, wait_for
 
 pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
-GREEDY = b"""from layersched.sim.baselines import greedy_estimate
+GREEDY = b"""from layersched.sim.tracks.layers_v1.baselines import greedy_estimate
 
 
 def policy(env, task, rng):
@@ -51,7 +51,7 @@ def policy(env, task, rng):
 """
 # ~5 ms per decision (1800 decisions): the evaluation is still running when the fault comes.
 SLOW_GREEDY = b"""import time
-from layersched.sim.baselines import greedy_estimate
+from layersched.sim.tracks.layers_v1.baselines import greedy_estimate
 
 
 def policy(env, task, rng):

@@ -136,7 +136,7 @@ def world(tmp_path: Path) -> Iterator[World]:
 
 def tasks_of(world: World, episode_id: str) -> list[tuple[float, int, float]]:
     """The hidden workload's first tasks (what the policy puts in its exception), computed from the key."""
-    from layersched.sim.workload import draw_episode
+    from layersched.sim.tracks.layers_v1.workload import draw_episode
 
     evalset = load_evalset(world.settings.evalset_path)
     job = next(job for job in evalset.jobs() if job.episode.id == episode_id)
@@ -224,8 +224,7 @@ def _texts_of(world: World, episode: EpisodeResult, bundle_sha256: str) -> list[
     draws schedules, every hover text of them."""
     import random
 
-    from layersched.sim.episode import trace_hash
-    from layersched.sim.episodes import policy_seed
+    from layersched.sim.episodes import policy_seed, trace_hash
     from layersched.sim.tracks import get_track
     from layersched.sim.tracks.schedules import schedule_views
 

@@ -82,7 +82,7 @@ from layersched.server.config import Settings
 from layersched.server.db import make_engine, make_sessionmaker
 from layersched.server.models import EpisodeResult, Evaluation
 from layersched.sim.episodes import EpisodeSpec
-from layersched.sim.scenario import Scenario
+from layersched.sim.tracks.layers_v1.scenario import Scenario
 from layersched.worker.pipeline import run_evaluation
 from layersched.worker.sandbox.limits import MiB
 from layersched.worker.sandbox.outcomes import EpisodeOutcome

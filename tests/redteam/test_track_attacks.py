@@ -26,12 +26,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from layersched.sim.episode import trace_hash
 from layersched.sim.episodes import EpisodeSpec, policy_seed
 from layersched.sim.errors import PolicyError
 from layersched.sim.keyed_random import KeyedRandom
 from layersched.sim.tracks import get_track
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
+from layersched.sim.tracks.layers_v1.episode import trace_hash
 from layersched.sim.tracks.workflows_v1 import env as wf_env
 from layersched.sim.tracks.workflows_v1.dag import StaticDag
 from layersched.sim.tracks.workflows_v1.scenario import WorkflowScenario, static_scenario

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from layersched.sdk.bundle import make_bundle
+from layersched.sdk.bundle import make_bundle, skipped_text
 from layersched.sdk.errors import BundleError
 
 POLICY = "def policy(env, task, rng):\n    return 0\n"
@@ -85,7 +85,7 @@ def test_too_many_files(tmp_path: Path) -> None:
     root = make_dir(tmp_path / "b")
     for i in range(3):
         (root / f"f{i}.txt").write_text("x")
-    with pytest.raises(BundleError, match=r"holds more than 5 files \(limit 5\)"):
+    with pytest.raises(BundleError, match=r"holds 7 files, more than 5 files \(the limit\); remove checkpoints"):
         make_bundle(root, max_files=5)
 
 
@@ -135,3 +135,70 @@ def test_path_the_server_would_refuse(tmp_path: Path) -> None:
     with pytest.raises(BundleError) as exc:
         make_bundle(root)
     assert str(exc.value) == f"{deep / ('w' * 30)} is 1035 bytes long inside the bundle; the server allows at most 1024"
+
+
+def test_every_problem_of_a_directory_is_reported_in_one_run(tmp_path: Path) -> None:
+    """Issue 29: a student fixes all of them at once instead of one per run."""
+    root = make_dir(tmp_path / "b")
+    (tmp_path / "elsewhere.py").write_text("x")
+    (root / "link.py").symlink_to(tmp_path / "elsewhere.py")
+    (root / "data").symlink_to(tmp_path, target_is_directory=True)
+    os.mkfifo(root / "pipe")
+    for i in range(4):
+        (root / f"f{i}.txt").write_text("x")
+    with pytest.raises(BundleError) as exc:
+        make_bundle(root, max_files=5)
+    assert exc.value.problems == [
+        f"{root / 'data'} is a symbolic link; links are not allowed in a bundle",
+        f"{root / 'link.py'} is a symbolic link; links are not allowed in a bundle",
+        f"{root / 'pipe'} is not a regular file (device, socket or pipe)",
+        f"{root} holds 8 files, more than 5 files (the limit); remove checkpoints or data you do not need at "
+        "evaluation time, or list them in .layerschedignore",
+    ]
+    assert str(exc.value) == f"4 problems with {root}: " + "; ".join(exc.value.problems)
+
+
+def test_virtual_environments_and_caches_are_left_out_and_named(tmp_path: Path) -> None:
+    root = make_dir(tmp_path / "b")
+    for venv in (".venv", "train-env"):  # any name: a venv is known by its pyvenv.cfg
+        (root / venv / "lib").mkdir(parents=True)
+        (root / venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+        (root / venv / "lib" / "big.so").write_bytes(b"\0" * 100)
+    (root / "conda").mkdir()
+    (root / "conda" / "conda-meta").mkdir()
+    (root / ".pytest_cache").mkdir()
+    (root / ".pytest_cache" / "x").write_text("x")
+    (root / "layersched-kit.toml").write_text('track = "layers-v1"\n')
+    bundle = make_bundle(root)
+    assert bundle.files == ("helpers.py", "pkg/__init__.py", "policy.py", "weights.bin")
+    assert skipped_text(bundle.skipped) == (
+        "left out of the bundle: .git/ (a cache), .pytest_cache/ (a cache), .venv/ (a virtual environment), "
+        "__pycache__/ (a cache), conda/ (a virtual environment), train-env/ (a virtual environment)"
+    )
+
+
+def test_layerschedignore_is_read_with_gitignore_syntax(tmp_path: Path) -> None:
+    root = make_dir(tmp_path / "b")
+    (root / "runs" / "today").mkdir(parents=True)
+    (root / "runs" / "today" / "curve.csv").write_text("1,2\n")
+    (root / "notes.md").write_text("x")
+    (root / "pkg" / "notes.md").write_text("x")
+    (root / "pkg" / "keep.md").write_text("x")
+    (root / ".layerschedignore").write_text("# training output\nruns/\n*.md\n!pkg/keep.md\n/weights.bin\n")
+    bundle = make_bundle(root)
+    assert bundle.files == ("helpers.py", "pkg/__init__.py", "pkg/keep.md", "policy.py")
+    assert {(s.path, s.why) for s in bundle.skipped} >= {
+        ("runs/", ".layerschedignore"),
+        ("notes.md", ".layerschedignore"),
+        ("pkg/notes.md", ".layerschedignore"),
+        ("weights.bin", ".layerschedignore"),
+        (".layerschedignore", "the kit's own file"),
+    }
+
+
+def test_an_ignore_file_that_excludes_the_entry_point_is_a_problem(tmp_path: Path) -> None:
+    root = make_dir(tmp_path / "b")
+    (root / ".layerschedignore").write_text("*.py\n")
+    with pytest.raises(BundleError) as exc:
+        make_bundle(root)
+    assert str(exc.value) == ".layerschedignore excludes policy.py, the bundle's entry point"

@@ -52,7 +52,7 @@ def test_login_saves_the_token_with_mode_0600(
     code, out, _ = run(capsys, "login", "--server", live_server.url + "/", "--token", live_server.tokens["alice"])
     assert code == 0
     assert out == (
-        f"logged in to {live_server.url} as alice (participant; 0/2 submissions today); saved to {isolated_config}\n"
+        f"logged in to {live_server.url} as alice (participant; today: main 0/2); saved to {isolated_config}\n"
     )
     assert stat.S_IMODE(isolated_config.stat().st_mode) == 0o600
     assert json.loads(isolated_config.read_text()) == {"server": live_server.url, "token": live_server.tokens["alice"]}
@@ -274,9 +274,9 @@ def test_submit_no_wait_then_status_list(
     ]
     code, out, _ = run(capsys, "status")
     assert code == 0
-    header, row = out.splitlines()
-    assert header.split() == ["id", "name", "state", "episodes", "score", "rank", "selected", "created"]
-    assert row.split()[:7] == ["#1", "first_fit", "queued", "0/0", "-", "-", "-"]
+    header, row = out.splitlines()  # nothing scored yet: no line of what the scores are ratios to
+    assert header.split() == ["id", "name", "phase", "state", "episodes", "score", "rank", "selected", "created"]
+    assert row.split()[:8] == ["#1", "first_fit", "main", "queued", "0/0", "-", "-", "-"]
 
 
 def test_the_page_that_submit_prints_shows_the_submission_to_its_owner_signed_in(
@@ -332,11 +332,18 @@ def test_select_unselect_and_status_shows_the_selection(
     live_server.worker.run_pending()
     assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0  # #3 stays queued
 
-    assert run(capsys, "select", "1") == (0, "selected #1 'first_fit' for the final ranking\n", "")
+    assert run(capsys, "select", "1") == (
+        0,
+        "selected #1 'first_fit' for the final ranking of phase main (your selection there: #1)\n",
+        "",
+    )
     code, out, _ = run(capsys, "status")
-    header, *rows = out.splitlines()
-    assert header.split() == ["id", "name", "state", "episodes", "score", "rank", "selected", "created"]
-    assert [(r.split()[0], r.split()[6]) for r in rows] == [("#3", "-"), ("#2", "-"), ("#1", "yes")]
+    header, *rows, ratios = out.splitlines()
+    assert header.split() == ["id", "name", "phase", "state", "episodes", "score", "rank", "selected", "created"]
+    assert [(r.split()[0], r.split()[7]) for r in rows] == [("#3", "-"), ("#2", "-"), ("#1", "yes")]
+    assert (
+        ratios == "score: ratio to the phase's reference baseline (main: Greedy), lower is better; rank: on its board"
+    )
     code, out, _ = run(capsys, "status", "1")
     assert "selected: yes, it counts for the final ranking\n" in out
     code, out, _ = run(capsys, "status", "1", "--json")
@@ -348,7 +355,11 @@ def test_select_unselect_and_status_shows_the_selection(
         "error: submission 3 has no score on the evaluation set 'sample' (it is queued); "
         "only a scored submission can be selected"
     )
-    assert run(capsys, "unselect", "1") == (0, "unselected #1 'first_fit'\n", "")
+    assert run(capsys, "unselect", "1") == (
+        0,
+        "unselected #1 'first_fit' of phase main (your selection there: none)\n",
+        "",
+    )
     code, out, _ = run(capsys, "status", "1")
     assert (
         "selected: no; you have selected none, so your best public submissions count for the final ranking; "
@@ -399,7 +410,7 @@ def test_status_of_a_disqualified_submission_says_so_and_why(
     assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0
     live_server.worker.run_pending()
     login(capsys, live_server, "olga")
-    assert run(capsys, "admin", "disqualify", "1", "--reason", "reads the evaluation-set file")[0] == 0
+    assert run(capsys, "admin", "disqualify", "1", "--reason", "reads the evaluation-set file", "--yes")[0] == 0
     login(capsys, live_server)
     code, out, _ = run(capsys, "status", "1")
     assert code == 0
@@ -409,7 +420,9 @@ def test_status_of_a_disqualified_submission_says_so_and_why(
     ) in out
     assert "selected: no; a disqualified submission cannot count for the final ranking\n" in out
     _code, out, _ = run(capsys, "status")
-    assert out.splitlines()[1].split()[:6] == ["#1", "first_fit", "succeeded", "2/2", "0.9800", "disqualified"]
+    assert out.splitlines()[1].split()[:7] == [
+        "#1", "first_fit", "main", "succeeded", "2/2", "0.9800", "disqualified",
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("server_settings", [{"daily_quota": 3, "max_in_flight": 3}], ids=["quota-3"])
@@ -454,7 +467,7 @@ def test_status_shows_the_laddered_score(
         assert run(capsys, "submit", str(policy_file), "--no-wait")[0] == 0
     live_server.worker.run_pending()
     _code, out, _ = run(capsys, "status")
-    assert [line.split()[4] for line in out.splitlines()[1:]] == ["0.9500", "0.9500"]
+    assert [line.split()[5] for line in out.splitlines()[1:3]] == ["0.9500", "0.9500"]
     _code, out, _ = run(capsys, "status", "2")
     assert "#2 succeeded: score 0.9500 (95% CI 0.9200-0.9800" in out
     assert "0.93" not in out
@@ -573,12 +586,12 @@ def test_admin_commands_as_organiser(
         "leaderboard of phase main frozen (evaluations go on; public ranks stay)\n"
     )
     assert run(capsys, "admin", "freeze", "--off")[1] == "leaderboard of phase main unfrozen\n"
-    assert run(capsys, "admin", "disqualify", "1", "--reason", "reads files")[1] == (
+    assert run(capsys, "admin", "disqualify", "1", "--reason", "reads files", "--yes")[1] == (
         "disqualified submission #1: reads files\n"
     )
     code, out, _ = run(capsys, "admin", "rerun", "1", "--no-wait")
     assert code == 0
-    assert out.startswith("queued evaluation #2 (rerun) of submission #1")
+    assert out.startswith("queued evaluation #2 (rerun on 'sample') of submission #1")
     code, out, _ = run(capsys, "admin", "audit", "1", "--no-wait")
     assert code == 0
     # #1 or the rerun #2, whichever is the newest succeeded by now (the worker runs beside): see the next test.
@@ -600,10 +613,18 @@ def test_admin_commands_as_organiser(
     actions = [entry["action"] for entry in json.loads(out)["data"]]
     assert {"freeze", "disqualify"} <= {a.split("_")[0] for a in actions} | set(actions), actions
 
-    code, out, err = run(capsys, "admin", "publish")
+    code, out, err = run(capsys, "admin", "publish")  # no terminal, no --yes: not done
+    assert code == 1
+    assert error_line(err) == (
+        "error: not done: publish the private leaderboard (the final ranking) of the only open phase asks for "
+        "confirmation; pass --yes to do it without a terminal"
+    )
+    assert json.loads(run(capsys, "phases", "--json")[1])[0]["state"] == "open"  # still unpublished
+    code, out, err = run(capsys, "admin", "publish", "--yes")
     assert code == 0, err
     code, out, _ = run(capsys, "leaderboard", "--split", "private")
     assert code == 0, out
+    assert json.loads(run(capsys, "phases", "--json")[1])[0]["state"] == "published"
 
 
 def test_audit_says_which_evaluation_it_replays(
@@ -796,12 +817,14 @@ def test_init_copies_the_starter_kit_and_refuses_to_overwrite(
     target = tmp_path / "kit"
     assert run(capsys, "init", str(target))[0] == 0
     names = sorted(p.name for p in target.iterdir())
-    assert names == ["README.md", "imitation_rl.py", "plot_curves.py", "policy.py", "train_reinforce.py"]
+    assert names == [
+        "README.md", "imitation_rl.py", "layersched-kit.toml", "plot_curves.py", "policy.py", "train_reinforce.py",
+    ]  # fmt: skip
     code, _, err = run(capsys, "init", str(target))
     assert code == 1
     assert error_line(err) == (
-        f"error: {target} already has README.md, imitation_rl.py, plot_curves.py, policy.py, train_reinforce.py; "
-        "use --force to overwrite"
+        f"error: {target} already has README.md, imitation_rl.py, plot_curves.py, policy.py, train_reinforce.py, "
+        "layersched-kit.toml; use --force to overwrite"
     )
     assert run(capsys, "init", str(target), "--force")[0] == 0
 
@@ -811,18 +834,21 @@ def test_init_copies_the_kit_of_the_track_it_is_given(capsys: pytest.CaptureFixt
     target = tmp_path / "kit"
     code, out, err = run(capsys, "init", str(target), "--track", "standin-v1")
     assert code == 0, err
-    assert sorted(p.name for p in target.iterdir()) == ["README.md", "policy.py"]
+    assert sorted(p.name for p in target.iterdir()) == ["README.md", "layersched-kit.toml", "policy.py"]
     kit = REPO / "tests" / "server" / "stand_in_starter"
     assert (target / "policy.py").read_bytes() == (kit / "policy.py").read_bytes()
     assert out.splitlines()[0] == (
-        f"created the starter kit of standin-v1 (Stand-in bin packing) in {target}/: README.md, policy.py"
+        f"created the starter kit of standin-v1 (Stand-in bin packing) in {target}/: README.md, policy.py, "
+        "layersched-kit.toml"
     )
     # Its README gives no steps (no bash block), so none of the lab kit's scripts is named.
     assert out.splitlines()[-1] == "  layersched validate . && layersched submit . --name first-try"
     assert "imitation_rl" not in out
     layers = tmp_path / "layers"
     assert run(capsys, "init", str(layers), "--track", "layers-v1")[0] == 0
-    assert (layers / "policy.py").read_bytes() == (REPO / "sdk" / "starter" / "policy.py").read_bytes()
+    assert (layers / "policy.py").read_bytes() == (
+        REPO / "sim" / "tracks" / "layers_v1" / "starter" / "policy.py"
+    ).read_bytes()
 
 
 def test_the_cli_knows_the_tracks_layersched_track_modules_names(tmp_path: Path) -> None:
@@ -863,13 +889,19 @@ def test_the_cli_knows_the_tracks_layersched_track_modules_names(tmp_path: Path)
 def test_init_of_a_track_with_its_own_sample_says_to_validate_on_it(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """A kit of another track than the lab's validates on that track's public sample, not the lab's default."""
-    code, out, err = run(capsys, "init", str(tmp_path / "kit"), "--track", "jobs-v1")
+    """A kit of another track than the lab's validates on that track's public sample, not the lab's default: its
+    layersched-kit.toml says which track it is (issue 29, item 3)."""
+    kit = tmp_path / "kit"
+    code, out, err = run(capsys, "init", str(kit), "--track", "jobs-v1")
     assert code == 0, err
-    assert out.splitlines()[3].split("#")[0].rstrip() == "  layersched validate . --evalset jobs-sample"
-    assert (
-        out.splitlines()[-1] == "  layersched validate . --evalset jobs-sample && layersched submit . --name first-try"
+    assert out.splitlines()[1] == (
+        "layersched-kit.toml records the track: validate scores on its public sample, submit sends to its open phase"
     )
+    assert out.splitlines()[4].split("#")[0].rstrip() == "  layersched validate ."
+    assert 'track = "jobs-v1"\n' in (kit / "layersched-kit.toml").read_text()
+    code, out, err = run(capsys, "validate", str(kit), "--static")
+    assert code == 0, out + err
+    assert "entry point: policy(env, rng) defined in policy.py:" in out
 
 
 def test_init_of_an_unknown_track_lists_the_known_and_writes_nothing(
@@ -1036,6 +1068,10 @@ def test_every_command_has_help_with_examples(capsys: pytest.CaptureFixture[str]
         ["admin", "publish"],
         ["admin", "audit-log"],
         ["admin", "evaluation"],
+        ["evalset", "register"],
+        ["admin", "challenge"],
+        ["admin", "challenge", "apply"],
+        ["admin", "challenge", "export"],
     ]
     for command in commands:
         with pytest.raises(SystemExit) as exc:

@@ -101,7 +101,7 @@ def hostile(
         ("UPDATE leaderboard_state SET frozen = false", {}),
     )
     login(capsys, s, "olga")
-    assert run(capsys, "admin", "disqualify", "2", "--reason", "copied" + TEXT)[0] == 0
+    assert run(capsys, "admin", "disqualify", "2", "--reason", "copied" + TEXT, "--yes")[0] == 0
     return s
 
 

@@ -218,7 +218,7 @@ def test_bulk_rerun_and_disqualify_list_first_ask_then_act(
     assert lines[3] == "would rerun these 2 submissions (dry run: nothing was done)"
     code, _, err = run(capsys, "admin", "rerun", "--state", "failed")
     assert code == 1 and error_line(err) == (
-        "error: Rerun these 2 submissions? There is no terminal to ask on: add --yes to go ahead (nothing was done)"
+        "error: not done: rerun these 2 submissions asks for confirmation; pass --yes to do it without a terminal"
     )
     code, out, _ = run(capsys, "admin", "submissions", "--json")
     assert {s["state"] for s in json.loads(out)["data"]} == {"failed"}  # nothing was rerun
@@ -241,22 +241,6 @@ def test_bulk_rerun_and_disqualify_list_first_ask_then_act(
     )
     code, out, _ = run(capsys, "admin", "disqualify", "--owner", "bob", "--reason", "x", "--yes")
     assert (code, out) == (0, "no submissions match: nothing to do\n")
-
-
-def test_confirm_asks_at_a_terminal() -> None:
-    import io
-
-    from layersched.sdk.confirm import confirm
-
-    class Terminal(io.StringIO):
-        def isatty(self) -> bool:
-            return True
-
-    for answer, expected in (("y\n", True), ("YES\n", True), ("\n", False), ("no\n", False)):
-        asked = io.StringIO()
-        assert confirm("Go?", assume_yes=False, stdin=Terminal(answer), stderr=asked) is expected
-        assert asked.getvalue() == "Go? [y/N] "
-    assert confirm("Go?", assume_yes=True, stdin=io.StringIO("")) is True
 
 
 def test_submit_and_status_show_the_place_in_the_queue(

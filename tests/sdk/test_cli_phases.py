@@ -43,7 +43,8 @@ def test_an_organiser_runs_dev_and_final_and_students_name_their_phase(
     lines = out.splitlines()
     assert lines[0].split()[:5] == ["phase", "title", "track", "set", "opens"]
     assert [line.split()[0] for line in lines[1:]] == ["main", "dev", "final"]
-    assert lines[3].split()[-2:] == ["1", "open"]
+    assert lines[0].split()[8:10] == ["today/quota", "now"]  # with a token: what the reader used today
+    assert lines[3].split()[-2:] == ["0/1", "open"]
 
     login(capsys, dev_and_final, "alice")
     code, out, err = run(capsys, "submit", str(policy_file), "--phase", "final", "--poll", "0.1")
@@ -73,7 +74,9 @@ def test_an_organiser_runs_dev_and_final_and_students_name_their_phase(
     assert run(capsys, "admin", "freeze", "--phase", "final")[1] == (
         "leaderboard of phase final frozen (evaluations go on; public ranks stay)\n"
     )
-    assert run(capsys, "admin", "publish", "--phase", "dev")[1] == "private leaderboard of phase dev published\n"
+    assert (
+        run(capsys, "admin", "publish", "--phase", "dev", "--yes")[1] == "private leaderboard of phase dev published\n"
+    )
 
 
 @pytest.mark.parametrize(

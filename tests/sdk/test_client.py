@@ -289,7 +289,7 @@ def test_a_refused_allowance_raises_the_uploads_error(refusal: dict[str, Any], e
 def test_a_server_without_the_allowance_route_still_has_the_token_checked_first(
     me_status: int, raised: type[Exception] | None
 ) -> None:
-    from layersched.sdk.submitting import _check_allowance
+    from layersched.sdk.phase_choice import _check_allowance
 
     seen: list[str] = []
 

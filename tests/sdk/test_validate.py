@@ -119,7 +119,9 @@ def test_without_the_worker_package_the_child_runs_the_episodes(tmp_path: Path) 
     )
 
 
-GREEDY_BASELINE = "from layersched.sim.baselines import get_baseline\n\npolicy = get_baseline('Greedy')\n"
+GREEDY_BASELINE = (
+    "from layersched.sim.tracks.layers_v1.baselines import get_baseline\n\npolicy = get_baseline('Greedy')\n"
+)
 
 
 @pytest.mark.parametrize("use_worker_sandbox", [True, False], ids=["worker-sandbox", "child-only"])
@@ -186,11 +188,16 @@ def test_cli_validate_syntax_error(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_cli_validate_static_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write(tmp_path, "import pandas\n" + GREEDY)
+    path = write(tmp_path, "try:\n    import pandas\nexcept ImportError:\n    pass\n" + GREEDY)
     assert main(["validate", str(path), "--static"]) == 0
     out = capsys.readouterr().out
-    assert "  warn  policy.py:1: imports 'pandas', which the sandbox image does not have" in out
+    assert "  warn  policy.py:2: imports 'pandas' inside try/except ImportError: the sandbox does not have it" in out
     assert out.endswith(f"{path}: ready to submit, 1 warning\n")
+    path.write_text("import pandas\n" + GREEDY)  # unguarded: the server would fail it as import_error
+    assert main(["validate", str(path), "--static"]) == 1
+    out = capsys.readouterr().out
+    assert "  FAIL  policy.py:1: imports 'pandas', which the sandbox does not have: the server would fail" in out
+    assert out.endswith(f"{path}: 1 problem to fix before submitting\n")
 
 
 # ---------------------------------------------------------------------------------- the server's deadline and budgets
@@ -520,9 +527,9 @@ def test_an_episode_played_as_the_sandbox_plays_it_is_greedys(change: str) -> No
     import random
 
     from layersched.sdk.localrun import _Sides
-    from layersched.sim.episode import trace_hash
     from layersched.sim.evalset import SAMPLE_PATH, load_evalset
     from layersched.sim.tracks import get_track
+    from layersched.sim.tracks.layers_v1.episode import trace_hash
     from layersched.sim.tracks.play import play_episode
 
     evalset = load_evalset(SAMPLE_PATH)
@@ -553,9 +560,9 @@ def test_validates_pieces_play_a_track_they_do_not_know(tmp_path: Path, monkeypa
     from layersched.sdk.bundle import make_bundle
     from layersched.sdk.localrun import _Sides, run_in_worker_sandbox
     from layersched.sdk.validate import _score_rows, format_report
-    from layersched.sim.episode import trace_hash
     from layersched.sim.episodes import EpisodeSpec
     from layersched.sim.tracks import load_track_module
+    from layersched.sim.tracks.layers_v1.episode import trace_hash
     from layersched.sim.tracks.play import play_episode
     from layersched.worker.sandbox.limits import SandboxLimits
     from tests.toy_track import ToyScenario

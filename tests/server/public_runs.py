@@ -14,8 +14,7 @@ from sqlalchemy.orm import Session
 
 from layersched.server import storage
 from layersched.server.models import EvalSet, Phase, Submission, User
-from layersched.sim.episode import trace_hash
-from layersched.sim.episodes import policy_seed
+from layersched.sim.episodes import policy_seed, trace_hash
 from layersched.sim.evalset import EvalSet as SimEvalSet
 from layersched.sim.evalset import load_evalset
 from layersched.sim.tracks import get_track

@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 from sqlalchemy.orm import Session
 
+from layersched.server import storage
+
 from .conftest import Account, Captured, run_evaluation, submit
 
 ADMIN_ROUTES = [
@@ -214,24 +216,57 @@ def test_disqualify_422(client: Any, alice: Account, organiser: Account) -> None
     assert response.status_code == 422
 
 
-def test_reveal_and_audit_log(client: Any, alice: Account, organiser: Account) -> None:
+def test_reveal_and_audit_log(client: Any, alice: Account, organiser: Account, db: Session) -> None:
     submission_id = submit(client, alice).json()["id"]
     client.post(
         f"/api/v1/admin/submissions/{submission_id}/disqualify", headers=organiser.headers, json={"reason": "copied"}
     )
+    # Issue 29: not while a phase on the set still takes uploads (its hidden episodes would be known).
+    refused = client.post("/api/v1/admin/evalsets/sample/reveal", headers=organiser.headers)
+    assert refused.status_code == 409
+    assert refused.json()["error"]["message"] == (
+        "evaluation set 'sample' is the set of phase main, open and not published: revealing it now would show its "
+        "hidden episodes while it takes uploads; close the phase or publish its board first (or --force)"
+    )
+    assert client.get("/api/v1/evalsets/current").json()["revealed"] is False
+    client.post("/api/v1/admin/leaderboard/freeze", headers=organiser.headers, json={"frozen": True})
+    client.post("/api/v1/admin/leaderboard/publish", headers=organiser.headers)
     revealed = client.post("/api/v1/admin/evalsets/sample/reveal", headers=organiser.headers)
     assert revealed.status_code == 200 and revealed.json()["revealed"] is True
     assert client.get("/api/v1/evalsets/current").json()["revealed"] is True
-    client.post("/api/v1/admin/leaderboard/freeze", headers=organiser.headers, json={"frozen": True})
-    client.post("/api/v1/admin/leaderboard/publish", headers=organiser.headers)
 
     log = client.get("/api/v1/admin/audit-log?limit=4", headers=organiser.headers).json()
     assert log["count"] >= 4
     assert [(e["actor"], e["action"], e["target"]) for e in log["data"]] == [
+        ("olga", "reveal_evalset", "evalset:sample"),
         ("olga", "publish_private", "leaderboard:main"),
         ("olga", "freeze", "leaderboard:main"),
-        ("olga", "reveal_evalset", "evalset:sample"),
         ("olga", "disqualify", f"submission:{submission_id}"),
     ]
     assert log["data"][3]["detail"] == {"reason": "copied"}
     assert log["data"][0]["at"]
+    # A revealed set takes no new phase.
+    created = client.post("/api/v1/admin/phases", headers=organiser.headers, json={"name": "x", "evalset": "sample"})
+    assert created.status_code == 409
+    assert created.json()["error"]["message"].startswith("evaluation set 'sample' is revealed: its hidden episodes")
+
+
+def test_reveal_with_force_while_a_phase_is_open_is_in_the_audit_log(
+    client: Any, organiser: Account, db: Session
+) -> None:
+    storage.register_evalset(session=db, name="spring", commitment="s" * 64, path="s.toml", scenarios=[], current=False)
+    assert (
+        client.post(
+            "/api/v1/admin/phases", headers=organiser.headers, json={"name": "final", "evalset": "spring"}
+        ).status_code
+        == 201
+    )
+    forced = client.post("/api/v1/admin/evalsets/spring/reveal", headers=organiser.headers, json={"force": True})
+    assert forced.status_code == 200 and forced.json()["revealed"] is True
+    entry = client.get("/api/v1/admin/audit-log?limit=1", headers=organiser.headers).json()["data"][0]
+    assert (entry["action"], entry["detail"]) == (
+        "reveal_evalset",
+        {"commitment": "s" * 64, "forced_while_open": ["final"]},
+    )
+    bad = client.post("/api/v1/admin/evalsets/spring/reveal", headers=organiser.headers, json={"force": "yes"})
+    assert bad.status_code == 422

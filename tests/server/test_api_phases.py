@@ -193,7 +193,32 @@ def test_each_phase_has_its_own_board_freeze_and_publication(
         "the private leaderboard of phase 'final' was published"
     )
     assert to_phase(client, alice, "dev").status_code == 201
-    assert error(client.post("/api/v1/admin/leaderboard/publish", headers=organiser.headers))[0] == 409  # which?
+    # A published phase is closed: dev is the one open phase now, which an upload or board names by default.
+    assert to_phase(client, alice, None).json()["phase"] == "dev"
+
+
+def test_a_published_phase_shows_closed_everywhere(
+    client: Any, alice: Account, organiser: Account, dev_and_final: None
+) -> None:
+    """Issue 29: publication closes a phase for good, whatever its times say: the phase list, the board page and
+    the "N phases are open" refusal all say so."""
+    assert client.post("/api/v1/admin/leaderboard/publish?phase=final", headers=organiser.headers).status_code == 200
+    phases = {p["name"]: p for p in client.get("/api/v1/phases").json()["data"]}
+    assert {n: (p["open"], p["state"]) for n, p in phases.items()} == {
+        "main": (False, "closed"),
+        "dev": (True, "open"),
+        "final": (False, "published"),
+    }
+    page = client.get("/?phase=final").text
+    assert "closed, its final ranking published " in page
+    assert "layersched submit . --phase final" not in page
+    assert "layersched submit . --phase dev" in client.get("/?phase=dev").text
+    # One phase open (dev): the refusal that counts open phases no longer counts final.
+    assert client.post("/api/v1/admin/phases/dev/close", headers=organiser.headers).status_code == 200
+    assert error(to_phase(client, alice, None)) == (409, "conflict", "no phase is open now (phases: main, dev, final)")
+    assert error(to_phase(client, alice, "final"))[2].startswith(
+        "the private leaderboard of phase 'final' was published at "
+    )
 
 
 def test_reruns_and_audits_stay_on_the_phase_set(
@@ -383,3 +408,31 @@ def test_only_organisers_edit_an_existing_phase(client: Any, organiser: Account,
     assert client.patch("/api/v1/admin/phases/main", headers=alice.headers, json={"title": "x"}).status_code == 403
     missing = client.patch("/api/v1/admin/phases/nope", headers=organiser.headers, json={"title": "x"})
     assert error(missing) == (404, "not_found", "phase 'nope' does not exist")
+
+
+def test_phases_with_a_token_say_what_the_caller_used_of_each_quota_today(
+    client: Any, alice: Account, bob: Account, dev_and_final: None
+) -> None:
+    """Issue 29: `login` and `phases` show each open phase's quota with its use today."""
+    assert to_phase(client, alice, "final").status_code == 201
+    assert to_phase(client, alice, "dev").status_code == 201
+    mine = {p["name"]: (p["submissions_today"], p["daily_quota"]) for p in client.get(
+        "/api/v1/phases", headers=alice.headers).json()["data"]}  # fmt: skip
+    assert mine == {"main": (0, 3), "dev": (1, 5), "final": (1, 1)}
+    bobs = {p["name"]: p["submissions_today"] for p in client.get("/api/v1/phases", headers=bob.headers).json()["data"]}
+    assert bobs == {"main": 0, "dev": 0, "final": 0}
+    assert {p["submissions_today"] for p in client.get("/api/v1/phases").json()["data"]} == {None}
+
+
+def test_a_participants_list_of_submissions_can_name_a_phase(client: Any, alice: Account, dev_and_final: None) -> None:
+    final = to_phase(client, alice, "final").json()["id"]
+    dev = to_phase(client, alice, "dev").json()["id"]
+    listed = client.get("/api/v1/submissions?phase=final", headers=alice.headers).json()
+    assert ([s["id"] for s in listed["data"]], listed["count"]) == ([final], 1)
+    everything = client.get("/api/v1/submissions", headers=alice.headers).json()
+    assert [s["id"] for s in everything["data"]] == [dev, final]
+    assert error(client.get("/api/v1/submissions?phase=nope", headers=alice.headers)) == (
+        404,
+        "not_found",
+        "phase 'nope' does not exist",
+    )

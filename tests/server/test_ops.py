@@ -123,6 +123,9 @@ def test_docs_and_openapi(client: Any) -> None:
     assert client.get("/docs").status_code == 200
     spec = client.get("/openapi.json").json()
     assert "/api/v1/submissions" in spec["paths"] and "/api/v1/admin/audit-log" in spec["paths"]
+    # The title says what the API is; the summary names every track (issue 29), not only the lab's problem.
+    assert spec["info"]["title"] == "layersched API"
+    assert all(track in spec["info"]["summary"] for track in ("layers-v1", "jobs-v1", "workflows-v1"))
 
 
 def test_admin_cli_functions(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html as html_lib
 import re
 from typing import Any
 
@@ -194,3 +195,69 @@ def test_a_ranked_entry_shows_others_only_what_its_leaderboard_row_carries(
         assert "running" not in page.text and "/3 episodes" not in page.text and 'id="state"' not in page.text
     owner = client.get(f"/submissions/{ranked['id']}", headers=alice.headers).text
     assert "Disqualified: plagiarism: copied from carol&#39;s repo" in owner and 'id="state">running<' in owner
+
+
+IMPORT_FAILURE = (
+    "lab-5/e0: policy import failed in this episode's process:\n"
+    "Traceback (most recent call last):\n"
+    '  File "/usr/local/lib/python3.11/dist-packages/layersched/worker/sandbox/episode_process.py", line 108, in '
+    "import_policy\n"
+    "    spec.loader.exec_module(module)\n"
+    '  File "<frozen importlib._bootstrap_external>", line 940, in exec_module\n'
+    '  File "<frozen importlib._bootstrap>", line 241, in _call_with_frames_removed\n'
+    '  File "/bundle/policy.py", line 2, in <module>\n'
+    "    from helpers import load\n"
+    '  File "/bundle/helpers.py", line 1, in <module>\n'
+    "    import gymnasium\n"
+    "ModuleNotFoundError: No module named 'gymnasium'"
+)
+
+
+def test_a_failed_submissions_page_shows_the_traceback_once_from_the_policys_own_frames(
+    client: Any, alice: Account, db: Session
+) -> None:
+    """Issue 29: the sandbox's whole traceback reached the page twice (the error and the episode's row), with the
+    episode process's and importlib's frames; the student needs their own files' frames and the exception."""
+    evaluation_id = submit(client, alice).json()["evaluations"][0]["id"]
+    storage.start_evaluation(
+        session=db, evaluation_id=evaluation_id, worker_id="w1", total=2, sim_version="1.0.0",
+        image_digest="sha256:" + "ab" * 32, sandbox="docker",
+    )  # fmt: skip
+    storage.record_episode_result(
+        session=db, evaluation_id=evaluation_id, scenario="lab-5", episode_id="e0", split="public", hidden=False,
+        status="import_error", message=IMPORT_FAILURE.split(": ", 1)[1], metrics=None, primary_value=None,
+        trace_hash="", n_actions=0, stdout="", stderr="",
+    )  # fmt: skip
+    storage.finish_evaluation(
+        session=db, evaluation_id=evaluation_id, state="failed", error_category="import_error",
+        error_message=IMPORT_FAILURE, public_error_message=IMPORT_FAILURE, infrastructure_failure=False,
+    )  # fmt: skip
+    html = client.get("/submissions/1", headers=alice.headers).text
+    assert html.count("Traceback (most recent call last)") == 1
+    traceback = re.search(r'<pre id="traceback">(.*?)</pre>', html, re.S)
+    assert traceback is not None
+    assert html_lib.unescape(traceback.group(1)).splitlines() == [
+        "Traceback (most recent call last):",
+        '  File "/bundle/policy.py", line 2, in <module>',
+        "    from helpers import load",
+        '  File "/bundle/helpers.py", line 1, in <module>',
+        "    import gymnasium",
+        "ModuleNotFoundError: No module named 'gymnasium'",
+    ]
+    assert "episode_process.py" not in html and "frozen importlib" not in html
+    summary = re.search(r'<span id="error">(.*?)</span>', html, re.S)
+    assert summary is not None and html_lib.unescape(summary.group(1)) == (
+        "lab-5/e0: policy import failed in this episode's process: ModuleNotFoundError: No module named 'gymnasium'"
+    )
+
+
+def test_per_scenario_columns_follow_the_sets_order(client: Any, alice: Account, db: Session) -> None:
+    """The set lists lab-5 before hub-20 (conftest.SCENARIOS): both pages keep that order, not the alphabet's."""
+    body = submit(client, alice).json()
+    run_evaluation(db, body["evaluations"][0]["id"], public=0.9)
+    board = client.get("/").text
+    header = re.search(r'<table id="per-scenario">\s*<thead><tr>(.*?)</tr>', board, re.S)
+    assert header is not None and re.findall(r"<th>([^<]*)</th>", header.group(1)) == ["Participant", "lab-5", "hub-20"]
+    page = client.get(f"/submissions/{body['id']}", headers=alice.headers).text
+    table = page.split('<table id="per-scenario">', 1)[1].split("</table>", 1)[0]
+    assert re.findall(r"<tr><td>([^<]*)</td>", table) == ["lab-5", "hub-20"]

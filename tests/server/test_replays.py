@@ -21,7 +21,7 @@ from layersched.server import storage
 from layersched.server.models import ActionTrace, EpisodeActions, EpisodeResult, EvalSet, ReplayScenario
 from layersched.server.storage import ReplayInput
 from layersched.server.storage.replays import write_episode_actions
-from layersched.sim.episode import trace_hash
+from layersched.sim.episodes import trace_hash
 from layersched.sim.evalset import score_baselines
 from layersched.sim.tracks import get_track
 from layersched.sim.tracks.schedules import decode_actions, encode_actions, replay_episode

@@ -14,8 +14,6 @@ from typing import Any
 import pytest
 
 from layersched.sim import evalset as evalset_module
-from layersched.sim.baselines import BASELINES
-from layersched.sim.catalog import load_catalog
 from layersched.sim.errors import EvalSetError
 from layersched.sim.evalset import (
     EvalSet,
@@ -29,7 +27,9 @@ from layersched.sim.evalset import (
     verify_evalset,
 )
 from layersched.sim.evalset import runs as evalset_runs
-from layersched.sim.scenario import CloudNode
+from layersched.sim.tracks.layers_v1.baselines import BASELINES
+from layersched.sim.tracks.layers_v1.catalog import load_catalog
+from layersched.sim.tracks.layers_v1.scenario import CloudNode
 from layersched.sim.version import SIM_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
@@ -210,7 +210,10 @@ def test_hidden_catalog_depends_on_its_key_and_structure(tmp_path: Path) -> None
 
 def test_file_catalog_is_relative_to_the_set_and_pinned(tmp_path: Path) -> None:
     (tmp_path / "cats").mkdir()
-    shutil.copy(REPO / "sim" / "data" / "repoinfo_official_2023-01.json", tmp_path / "cats" / "official.json")
+    shutil.copy(
+        REPO / "sim" / "tracks" / "layers_v1" / "data" / "repoinfo_official_2023-01.json",
+        tmp_path / "cats" / "official.json",
+    )
     digest = load_catalog("official-2023-01").content_hash
     header = f'\n[catalogs.mine]\nkind = "file"\nfile = "cats/official.json"\nsha256 = "{digest}"\n'
     es = load_evalset(write(tmp_path, with_scenario('catalog = "mine"', header=header)))
@@ -411,7 +414,7 @@ def test_unreadable_and_invalid_files(tmp_path: Path) -> None:
 
 
 def test_pinned_file_catalog_must_match(tmp_path: Path) -> None:
-    shutil.copy(REPO / "sim" / "data" / "lab_seed0.json", tmp_path / "c.json")
+    shutil.copy(REPO / "sim" / "tracks" / "layers_v1" / "data" / "lab_seed0.json", tmp_path / "c.json")
     header = f'\n[catalogs.c]\nkind = "file"\nfile = "c.json"\nsha256 = "{"0" * 64}"\n'
     path = write(tmp_path, with_scenario('catalog = "c"', header=header))
     with pytest.raises(EvalSetError) as exc:
@@ -519,7 +522,7 @@ def test_new_evalset_needs_a_template(tmp_path: Path) -> None:
 
 
 def test_template_keeps_file_catalogs_reachable(tmp_path: Path) -> None:
-    shutil.copy(REPO / "sim" / "data" / "lab_seed0.json", tmp_path / "c.json")
+    shutil.copy(REPO / "sim" / "tracks" / "layers_v1" / "data" / "lab_seed0.json", tmp_path / "c.json")
     template = write(
         tmp_path,
         "template = true\n"
@@ -659,3 +662,15 @@ def test_every_episode_must_be_playable(tmp_path: Path) -> None:
     )
     cloud = with_scenario(small_nodes + "\ncloud = true", episodes="[{ seed = 0 }]")
     assert load_evalset(write(tmp_path, cloud, "cloud.toml")).scenarios[0].scenario.cloud is not None
+
+
+@pytest.mark.parametrize(
+    ("template", "track", "episodes"),
+    [("jobs-challenge-example.toml", "jobs-v1", 90), ("workflows-challenge-example.toml", "workflows-v1", 60)],
+    ids=["jobs-v1", "workflows-v1"],
+)
+def test_the_other_tracks_templates_make_hidden_sets(tmp_path: Path, template: str, track: str, episodes: int) -> None:
+    """The README's sequence makes a hidden set for each track from hidden_seeds' templates (issue 29)."""
+    es = new_evalset(REPO / "hidden_seeds" / template, tmp_path / "private" / "spring.toml")
+    assert (es.track, es.hidden, sum(len(sc.episodes) for sc in es.scenarios)) == (track, True, episodes)
+    assert load_evalset(tmp_path / "private" / "spring.toml").commitment == es.commitment

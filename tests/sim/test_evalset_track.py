@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from layersched.sim.baselines import BASELINES
 from layersched.sim.errors import EvalSetError
 from layersched.sim.evalset import (
     SAMPLE_PATH,
@@ -22,6 +21,7 @@ from layersched.sim.evalset import (
 )
 from layersched.sim.tracks import DEFAULT_TRACK_ID, registry, track_ids
 from layersched.sim.tracks.layers_v1 import LayersTrack
+from layersched.sim.tracks.layers_v1.baselines import BASELINES
 from layersched.sim.tracks.simple_schema import IntegerScenarios
 from layersched.sim.version import SIM_VERSION
 from tests import toy_track
@@ -278,18 +278,28 @@ def test_each_tracks_public_sample_is_found_by_its_track() -> None:
 
 
 def test_a_tracks_rules_hash_is_its_packages_code_without_the_starter(tmp_path: Path) -> None:
-    from layersched.sim.version import RULES_HASH, package_rules_hash
+    from layersched.sim.tracks.layers_v1 import scenario as lab_scenario
+    from layersched.sim.version import package_rules_hash
 
     package = tmp_path / "mine_v1"
     (package / "starter").mkdir(parents=True)
+    (package / "data").mkdir()
     (package / "__init__.py").write_text("RATE = 1\n")
     (package / "starter" / "policy.py").write_text("def policy(a, b): return 0\n")
     first = package_rules_hash(package)
     (package / "starter" / "policy.py").write_text("def policy(a, b): return 1\n")
+    (package / "data" / "catalog.json").write_text("[]\n")  # data is pinned by what a scenario reads of it
     assert package_rules_hash(package) == first  # a student's template is not a rule
     (package / "__init__.py").write_text("RATE = 2\n")
-    assert package_rules_hash(package) != first
-    assert LayersTrack.rules_hash == RULES_HASH  # the lab's: its own modules, as before tracks
+    second = package_rules_hash(package)
+    assert second != first
+    (package / "kernel.c").write_text("int rate(void) { return 2; }\n")  # C sources are rules (the lab's observe())
+    assert package_rules_hash(package) != second
+    # The lab's is made the same way (issue 31): its whole package, observe()'s kernel included, and every lab
+    # scenario's hash holds it.
+    lab = Path(lab_scenario.__file__).parent
+    assert (lab / "_observe.c").is_file()
+    assert LayersTrack.rules_hash == lab_scenario.RULES_HASH == package_rules_hash(lab)
 
 
 def test_baseline_runs_cached_under_other_rules_of_the_track_are_recomputed(

@@ -92,5 +92,5 @@ def test_naming_the_lab_track_prints_the_labs_table(capsys: pytest.CaptureFixtur
 
 def test_the_table_imports_neither_numpy_nor_the_labs_simulator() -> None:
     # Half of its process was importing them (issue 19's benchmark): the baselines need neither.
-    modules = ["numpy", "layersched.sim.env", "layersched.sim.lab_table"]
+    modules = ["numpy", "layersched.sim.tracks.layers_v1.env", "layersched.sim.tracks.layers_v1.table"]
     assert modules_a_table_imports(["--track", "jobs-v1", "--seeds", "0-1"], modules) == []

@@ -10,8 +10,8 @@ import pytest
 from scipy import stats
 
 from layersched.sim.keyed_random import KeyedRandom
-from layersched.sim.scenario import Scenario
-from layersched.sim.workload import NodeSpec, Task, draw_episode
+from layersched.sim.tracks.layers_v1.scenario import Scenario
+from layersched.sim.tracks.layers_v1.workload import NodeSpec, Task, draw_episode
 
 KEY = bytes(range(16))
 OTHER_KEY = bytes(range(1, 17))

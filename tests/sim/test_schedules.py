@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from layersched.sim.episode import trace_hash
-from layersched.sim.episodes import EpisodeSpec, SeededRandom
+from layersched.sim.episodes import EpisodeSpec, SeededRandom, trace_hash
 from layersched.sim.evalset import evalset_file, load_evalset
 from layersched.sim.tracks import get_track
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario

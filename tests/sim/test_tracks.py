@@ -6,20 +6,22 @@ from __future__ import annotations
 import random
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
-from layersched.sim.baselines import BASELINES
-from layersched.sim.scenario import CloudNode, Scenario
 from layersched.sim.tracks import (
     DEFAULT_TRACK_ID,
     TrackError,
     check_track_id,
     get_track,
     load_track_module,
+    registry,
     track_ids,
     track_module,
 )
+from layersched.sim.tracks.layers_v1.baselines import BASELINES
+from layersched.sim.tracks.layers_v1.scenario import CloudNode, Scenario
 
 
 def test_the_default_track_is_the_lab_and_is_built_in() -> None:
@@ -30,6 +32,37 @@ def test_the_default_track_is_the_lab_and_is_built_in() -> None:
     assert track_module("layers-v1") == "layersched.sim.tracks.layers_v1"
     assert "layers-v1" in track_ids()
     assert track.decisions(Scenario(n_tasks=37)) == 37
+
+
+def test_the_built_in_tracks_are_the_track_folders() -> None:
+    assert registry.BUILTIN_MODULES == {
+        "jobs-v1": "layersched.sim.tracks.jobs_v1",
+        "layers-v1": "layersched.sim.tracks.layers_v1",
+        "workflows-v1": "layersched.sim.tracks.workflows_v1",
+    }
+    assert [get_track(track_id).id for track_id in registry.BUILTIN_MODULES] == list(registry.BUILTIN_MODULES)
+
+
+def test_a_track_folder_is_named_like_its_id(tmp_path: Path) -> None:
+    for name in ("toy_v1", "bin_packing_v12", "data_v1", "Mixed_v1", "toy_v0", "notrack", "__pycache__"):
+        (tmp_path / name).mkdir()
+        if name != "data_v1":  # a folder without __init__.py is no package
+            (tmp_path / name / "__init__.py").write_text("")
+    (tmp_path / "loose_v1.py").write_text("")
+    assert registry.builtin_modules(tmp_path, "pkg") == {
+        "bin-packing-v12": "pkg.bin_packing_v12",
+        "toy-v1": "pkg.toy_v1",
+    }
+
+
+def test_a_built_in_track_whose_id_is_not_its_folders_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    misnamed = types.ModuleType("misnamed_track")
+    misnamed.TRACK = types.SimpleNamespace(id="other-v1")  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "misnamed_track", misnamed)
+    monkeypatch.setitem(registry.BUILTIN_MODULES, "misnamed-v1", "misnamed_track")
+    monkeypatch.setattr(registry, "_registered", dict(registry._registered))
+    with pytest.raises(TrackError, match=r"^track module 'misnamed_track' defines track 'other-v1'; its folder makes "):
+        get_track("misnamed-v1")
 
 
 def test_an_unknown_track_names_the_known_ones() -> None:

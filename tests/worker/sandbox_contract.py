@@ -18,11 +18,11 @@ from typing import Any, ClassVar
 
 import pytest
 
-from layersched.sim.baselines import get_baseline
-from layersched.sim.env import ClusterEnv
-from layersched.sim.episode import EpisodeResult, run_episode
 from layersched.sim.episodes import EpisodeSpec, policy_seed
-from layersched.sim.scenario import CloudNode, NodeRanges, Scenario
+from layersched.sim.tracks.layers_v1.baselines import get_baseline
+from layersched.sim.tracks.layers_v1.env import ClusterEnv
+from layersched.sim.tracks.layers_v1.episode import EpisodeResult, run_episode
+from layersched.sim.tracks.layers_v1.scenario import CloudNode, NodeRanges, Scenario
 from layersched.worker.sandbox.episode_process import seed_globals
 from layersched.worker.sandbox.limits import MiB, SandboxLimits
 from layersched.worker.sandbox.outcomes import EpisodeJob, EpisodeOutcome
@@ -44,7 +44,9 @@ KILL_PARENT = """
         return 0
 """
 
-# Greedy, then a change to its view that it does not undo: every decision must still see the true state.
+# Greedy, then a change to its view that it does not undo: every decision must still see the true state. Written
+# as a student's policy may be, against the lab's old import path (sim/baselines.py re-exports the track's module):
+# the sandbox image must hold that path too.
 VANDAL = """
     import copy
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from layersched.sim.scenario import Scenario
 from layersched.sim.tracks.layers_v1.sandbox import nodes_to_wire
-from layersched.sim.workload import draw_episode
+from layersched.sim.tracks.layers_v1.scenario import Scenario
+from layersched.sim.tracks.layers_v1.workload import draw_episode
 from layersched.worker.sandbox import protocol
 from layersched.worker.sandbox.capture import Capture
 from layersched.worker.sandbox.harness import Harness

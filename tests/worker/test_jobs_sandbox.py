@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from layersched.sim.episode import trace_hash
 from layersched.sim.episodes import EpisodeSpec, policy_seed
 from layersched.sim.errors import PolicyError
 from layersched.sim.tracks import get_track
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
+from layersched.sim.tracks.layers_v1.episode import trace_hash
 from layersched.worker.sandbox.episode_process import seed_globals
 from layersched.worker.sandbox.limits import SandboxLimits
 from layersched.worker.sandbox.outcomes import EpisodeJob, EpisodeOutcome

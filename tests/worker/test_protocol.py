@@ -13,10 +13,10 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from layersched.sim.catalog import load_catalog
-from layersched.sim.scenario import CloudNode, Scenario
+from layersched.sim.tracks.layers_v1.catalog import load_catalog
 from layersched.sim.tracks.layers_v1.sandbox import nodes_from_wire, nodes_to_wire
-from layersched.sim.workload import NodeSpec
+from layersched.sim.tracks.layers_v1.scenario import CloudNode, Scenario
+from layersched.sim.tracks.layers_v1.workload import NodeSpec
 from layersched.worker.sandbox import protocol
 from layersched.worker.sandbox.capture import Capture
 from layersched.worker.sandbox.limits import SandboxLimits

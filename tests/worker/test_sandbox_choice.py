@@ -9,8 +9,8 @@ import docker
 import pytest
 
 from layersched.server.config import Settings
-from layersched.sim.version import RULES_HASH
-from layersched.worker.sandbox.choice import choose_sandbox
+from layersched.sim.tracks import DEFAULT_TRACK_ID, get_track
+from layersched.worker.sandbox.choice import choose_sandbox, image_rules
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("sandbox_image")]
 
@@ -60,9 +60,10 @@ def test_an_image_of_other_rules_is_refused_with_both_hashes() -> None:
         client.close()
     assert choice.backend == "process"
     assert choice.reason == (
-        f"the sandbox image {tag} holds simulator rules 0123456789abcdef, this worker's are {RULES_HASH} "
+        f"the sandbox image {tag} holds simulator rules 0123456789abcdef, this worker's are {image_rules()} "
         "(rebuild it: bash worker/sandbox/build_image.sh)"
     )
+    assert image_rules() == get_track(DEFAULT_TRACK_ID).rules_hash
 
 
 @pytest.mark.parametrize("backend", ["docker", "process"])

@@ -13,9 +13,9 @@ from pathlib import Path
 import docker
 import pytest
 
-from layersched.sim.episode import trace_hash
 from layersched.sim.episodes import EpisodeSpec, policy_seed
 from layersched.sim.tracks import load_track_module
+from layersched.sim.tracks.layers_v1.episode import trace_hash
 from layersched.worker.sandbox.episode_process import seed_globals
 from layersched.worker.sandbox.limits import SandboxLimits
 from layersched.worker.sandbox.outcomes import EpisodeJob

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from layersched.sim.episode import trace_hash
 from layersched.sim.episodes import EpisodeSpec, policy_seed
 from layersched.sim.errors import PolicyError
 from layersched.sim.tracks import get_track
+from layersched.sim.tracks.layers_v1.episode import trace_hash
 from layersched.sim.tracks.workflows_v1.scenario import WorkflowScenario
 from layersched.worker.sandbox.episode_process import seed_globals
 from layersched.worker.sandbox.limits import SandboxLimits

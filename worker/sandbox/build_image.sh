@@ -58,8 +58,8 @@ inputs_hash() {
         echo "script"; sha256sum "$HERE/build_image.sh" | cut -d' ' -f1
         echo "base ${BASE_ARGS[*]} $(cat "$BASE/.layersched-base-ok")"
         (cd "$WHEELS" && sha256sum -- *.whl)
-        (cd "$REPO" && find sim -type f \( -name '*.py' -o -name '*.c' -o -path 'sim/data/*' -o -name py.typed \) \
-            -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum)
+        (cd "$REPO" && find sim -type f \( -name '*.py' -o -name '*.c' -o -path 'sim/data/*' -o -path 'sim/tracks/*/data/*' \
+            -o -name py.typed \) -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum)
         (cd "$REPO" && sha256sum worker/__init__.py "${SANDBOX_MODULES[@]/#/worker/sandbox/}")
     } | sha256sum | cut -c1-16
 }
@@ -86,16 +86,20 @@ rm -rf "$STAGE/$SITE/bin"
 # layersched: the simulator and the harness only (no sdk, server, docker SDK or celery), as a namespace package.
 PKG="$STAGE/$SITE/layersched"
 mkdir -p "$PKG/sim/data" "$PKG/sim/evalset" "$PKG/worker/sandbox"
-# observe()'s C kernel travels as source only (the rules hash reads it); the sandbox runs observe()'s Python loop,
-# which gives the same bits. The tracks' packages keep their layout (the harness imports a track by module name).
-(cd "$REPO/sim" && cp -- *.py *.c py.typed "$PKG/sim/" && cp -- data/* "$PKG/sim/data/" && cp -- evalset/*.py "$PKG/sim/evalset/" \
-    && find tracks -name '*.py' -not -path '*/__pycache__/*' -exec cp --parents -- {} "$PKG/sim/" \;)
+# observe()'s C kernel (sim/tracks/layers_v1/_observe.c) travels as source only (the rules hash reads it); the sandbox
+# runs observe()'s Python loop, which gives the same bits. The tracks' packages keep their layout (the harness imports
+# a track by module name), with their own data (the lab's catalogs).
+(cd "$REPO/sim" && cp -- *.py py.typed "$PKG/sim/" && cp -- data/* "$PKG/sim/data/" && cp -- evalset/*.py "$PKG/sim/evalset/" \
+    && find tracks \( -name '*.py' -o -name '*.c' -o -path 'tracks/*/data/*' \) -type f -not -path '*/__pycache__/*' \
+        -exec cp --parents -- {} "$PKG/sim/" \;)
 cp "$REPO/worker/__init__.py" "$PKG/worker/"
 cp "${SANDBOX_MODULES[@]/#/$REPO/worker/sandbox/}" "$PKG/worker/sandbox/"
 "$PY" -m compileall -q "$PKG" >&2
-# The rules hash of the simulator copied into the image, computed from those very files (-I: not the host's
-# editable install). Workers compare it with their own before choosing this image.
-RULES="$("$PY" -I -c "import sys; sys.path.insert(0, '$STAGE/$SITE'); from layersched.sim.version import RULES_HASH; print(RULES_HASH)")"
+# The rules hash of the simulator copied into the image (its default track's, as worker/sandbox/choice.py's
+# image_rules), computed from those very files (-I: not the host's editable install). Workers compare it with their
+# own before choosing this image.
+RULES="$("$PY" -I -c "import sys; sys.path.insert(0, '$STAGE/$SITE')
+from layersched.sim.tracks import DEFAULT_TRACK_ID, get_track; print(get_track(DEFAULT_TRACK_ID).rules_hash)")"
 
 # What a sandbox never needs: docs, locales, apt state, torch's C++ headers, CMake files and test binaries.
 rm -rf "$STAGE"/usr/share/{doc,man,info,locale,lintian}/* "$STAGE"/var/lib/apt/lists/* \

@@ -1,7 +1,8 @@
 """Which sandbox a worker uses, and why, in words a newcomer can act on.
 
 ``LAYERSCHED_SANDBOX_BACKEND=auto`` (the default) means Docker when an engine answers and holds a sandbox image built
-from this worker's simulator rules, and otherwise the weaker process sandbox. The reason is said in plain words
+from this worker's simulator rules (the image's label: the default track's rules hash, which build_image.sh reads from
+the files it copies), and otherwise the weaker process sandbox. The reason is said in plain words
 (which engine address did not answer, which image is missing and the command that builds it), not as the Docker SDK's
 exception text, because ``layersched serve`` prints it on its first lines and the worker logs it.
 """
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from layersched.server.config import Settings
-from layersched.sim.version import RULES_HASH
+from layersched.sim.tracks import DEFAULT_TRACK_ID, get_track
 
 Backend = Literal["docker", "process"]
 DEFAULT_ENGINE = "unix:///var/run/docker.sock"
@@ -78,12 +79,19 @@ def docker_problem(image: str) -> str | None:
             return f"the Docker engine at {engine_address()} could not describe image {image}: {_short(exc)}"
     finally:
         client.close()
-    if rules != RULES_HASH:
+    ours = image_rules()
+    if rules != ours:
         return (
-            f"the sandbox image {image} holds simulator rules {rules}, this worker's are {RULES_HASH} "
+            f"the sandbox image {image} holds simulator rules {rules}, this worker's are {ours} "
             f"(rebuild it: {BUILD_IMAGE})"
         )
     return None
+
+
+def image_rules() -> str:
+    """What a sandbox image built from this worker's simulator is labelled with (``layersched.rules``): the default
+    track's rules hash. (Every track's code is also compared, file by file, by the harness's ``sim`` fingerprint.)"""
+    return get_track(DEFAULT_TRACK_ID).rules_hash
 
 
 def _unix_socket_accepts(address: str) -> bool:

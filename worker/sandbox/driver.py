@@ -21,7 +21,7 @@ import socket
 import time
 from typing import Any, Protocol
 
-from layersched.sim.episode import trace_hash
+from layersched.sim.episodes import trace_hash
 from layersched.sim.errors import PolicyError
 from layersched.sim.tracks import TrustedSimulator, get_track
 from layersched.worker.sandbox import protocol

@@ -9,11 +9,11 @@ The harness (``layersched.worker.sandbox.harness``) forks it ahead of its episod
    nodes), then per step ``-> task`` and ``<- action`` (``bad_action`` / ``error`` when the policy returned
    something else or raised), until ``-> end``.
 
-The policy may do anything here: this process and everything it starts are killed when the episode ends, and the
-next episode gets another fresh import. It keeps its track's *replica* of the episode (``Replica``: for the lab
-track a ``ClusterEnv`` with the scenario's node parameters and catalog, the tasks seen so far and the current one;
-never a future task, the workload seed or its key). The policy gets the replica's view, which it may change as it
-likes: every decision starts from the true state again (``layersched.sim.view``), and scores are computed on the
+The policy may do anything here: this process and everything it starts are killed when the episode ends, and the next
+episode gets another fresh import. It keeps its track's *replica* of the episode (``Replica``: for the lab track a
+``ClusterEnv`` with the scenario's node parameters and catalog, the tasks seen so far and the current one; never a
+future task, the workload seed or its key). The policy gets the replica's view, which it may change as it likes: every
+decision starts from the true state again (``layersched.sim.tracks.layers_v1.view``), and scores are computed on the
 trusted side.
 """
 

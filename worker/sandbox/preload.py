@@ -22,24 +22,30 @@ from layersched.worker.sandbox.episode_process import configure_torch, seed_glob
 PRELOADABLE = ("torch",)
 
 
-def preload_site_modules(bundle: Path) -> list[str]:
-    """Import the ``PRELOADABLE`` modules that the bundle's sources import and do not ship themselves; returns them.
+def preload_site_modules(bundle: Path, modules: tuple[str, ...] = PRELOADABLE) -> list[str]:
+    """Import the ``modules`` that the bundle's sources import and do not ship themselves; returns those imported.
 
     A text search, not an import: the bundle's code must not run here. A policy that imports torch in a way the
-    search misses still works, its episodes only start slower.
+    search misses still works, its episodes only start slower. A module that cannot be imported here (torch in a
+    process sandbox of a ``[server]``-only install) is left to the policy's own import: a kit that imports torch
+    only when it has weights runs without it, and one that needs it fails as its own ``import_error``, in its
+    episode, rather than the harness failing the whole evaluation.
     """
     wanted: set[str] = set()
     for path in sorted(bundle.rglob("*.py"))[:1000]:
         with contextlib.suppress(OSError):
             source = path.read_bytes()
-            for name in PRELOADABLE:
+            for name in modules:
                 if re.search(rb"^[ \t]*(?:import|from)[ \t][^\n]*\b" + name.encode() + rb"\b", source, re.MULTILINE):
                     wanted.add(name)
     loaded = []
     for name in sorted(wanted):
         if (bundle / f"{name}.py").exists() or (bundle / name).exists():
             continue  # the bundle's own module of that name must win, as it would in-process
-        __import__(name)
+        try:
+            __import__(name)
+        except ImportError:
+            continue
         loaded.append(name)
     configure_torch()
     if "torch" in loaded:

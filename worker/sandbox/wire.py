@@ -84,8 +84,10 @@ def sim_fingerprint() -> str:
 
     root = Path(layersched.sim.__file__).parent
     # The top level and the tracks (the sandbox runs both); evaluation-set files are read on the trusted side only.
-    sources = [*root.glob("*.py"), *root.glob("*.c"), *(root / "tracks").rglob("*.py")]
-    files = sorted([*sources, *(p for p in (root / "data").glob("*") if p.is_file())])
+    tracks = root / "tracks"
+    sources = [*root.glob("*.py"), *root.glob("*.c"), *tracks.rglob("*.py"), *tracks.rglob("*.c")]
+    data = [*(root / "data").glob("*"), *tracks.glob("*/data/*")]  # a track's own data: the lab's catalogs
+    files = sorted([*sources, *(p for p in data if p.is_file())])
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())

@@ -1,15 +1,19 @@
-"""Track ``layers-v1``: the lab's layer-aware container placement (seed 000), as the track interface sees it.
+"""Track ``layers-v1``: the lab's layer-aware container placement (seed 000), in one package like every track.
 
-The problem itself lives where it always did (``layersched.sim.env``, ``workload``, ``baselines``, ``episode``,
-``view``, ``gym_env``), on purpose: those modules are the lab's public API (students' policies import
-``layersched.sim.env``), and the bytes of ``env.py``, ``workload.py`` and ``catalog.py`` are the lab's rules hash
-(``layersched.sim.version``), which every lab scenario's content hash holds, and with it every policy's rng seed.
-Moving them (their imports would change) would change every episode's policy seed and the Random baseline's figures;
-a new version of the problem (``layers-v2``) would live wholly in a package of its own. This package is what the
-shared machinery needs from it: ``sandbox`` (how the worker drives
-the authoritative ``ClusterEnv`` and the sandbox keeps the policy's view equal to the truth, and how scenarios and
-nodes travel), ``schema`` (how its scenarios and catalogs are written in an evaluation-set file), and here the
-track object with its contract, baselines, metrics and starter kit.
+The modules: ``scenario`` (the cluster and workload parameters, and the rules hash each scenario's hash holds),
+``catalog`` (image catalogs: the lab's synthetic one and real registry snapshots, in ``data/``), ``workload`` (the
+episode's nodes and tasks), ``env`` (``ClusterEnv``, the lab's model, with observe()'s optional C kernel
+``_observe.c``), ``view`` (the policy's view, kept true by ``TrueView``), ``baselines`` (the six baselines) and
+``reference_baselines`` (the lab's own transcriptions, which the fast ones must equal), ``episode`` (an in-process
+episode and its metrics), ``replay`` (one drawn episode for several policies), ``sandbox`` (how the worker drives the
+authoritative ``ClusterEnv`` and the sandbox keeps the policy's view equal to the truth, and how scenarios and nodes
+travel), ``schema`` (how its scenarios and catalogs are written in an evaluation-set file), ``table``
+(``python -m layersched.sim``), ``gym_env`` (Gymnasium, optional) and ``starter/`` (the student's kit, copied out by
+``layersched init``). Here: the track object with its contract, baselines, metrics and starter kit.
+
+The lab's scripts and students' policies import these modules by their paths before the move
+(``layersched.sim.env``, ``layersched.sim.baselines``, ...): those still work, as re-exports (tests/sim/layers/
+test_old_paths.py).
 """
 
 from __future__ import annotations
@@ -19,17 +23,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from layersched.sim.baselines import BASELINES, get_baseline
-from layersched.sim.env import ClusterEnv
-from layersched.sim.episode import EpisodeResult, run_episode
 from layersched.sim.errors import PolicyError
-from layersched.sim.replay import ReplayEnv
-from layersched.sim.scenario import Scenario
 from layersched.sim.tracks.interface import MetricSpec, Policy, ScenarioEntry, Track
 from layersched.sim.tracks.layers_v1 import schema
+from layersched.sim.tracks.layers_v1.baselines import BASELINES, get_baseline
+from layersched.sim.tracks.layers_v1.env import ClusterEnv
+from layersched.sim.tracks.layers_v1.episode import EpisodeResult, run_episode
+from layersched.sim.tracks.layers_v1.replay import ReplayEnv
 from layersched.sim.tracks.layers_v1.sandbox import LayersReplica, LayersSimulator, scenario_from_wire, scenario_to_wire
+from layersched.sim.tracks.layers_v1.scenario import RULES_HASH, Scenario
 from layersched.sim.tracks.play import play_episode
-from layersched.sim.version import RULES_HASH
 
 CONTRACT = """\
 policy(env, task, rng) -> int: the index of the node that runs ``task``.
@@ -58,9 +61,9 @@ class LayersTrack:
         MetricSpec("cloud_share", "share of tasks on the cloud node"),
     )
     primary_metric = "mean_completion"
-    rules_hash = RULES_HASH
-    # The kit ships with the student's package (sdk), which this module must not import: named, not loaded.
-    starter = ("layersched.sdk", "starter")
+    rules_hash = RULES_HASH  # package_rules_hash of this package, computed once beside the scenario hash
+    # Greedy as the template, REINFORCE and imitation+RL to train it: starter/README.md.
+    starter = ("layersched.sim.tracks.layers_v1", "starter")
 
     scenario_keys = schema.SCENARIO_KEYS
     evalset_tables = schema.TABLES
@@ -148,7 +151,7 @@ class LayersTrack:
         play_episode(simulator, replica, no_floats, random.Random(0), random.Random(0), max_decisions=5)
 
     def make_gym_env(self, scenario: Scenario | None = None) -> Any:
-        from layersched.sim.gym_env import LayerSchedEnv  # gymnasium is optional
+        from layersched.sim.tracks.layers_v1.gym_env import LayerSchedEnv  # gymnasium is optional
 
         return LayerSchedEnv(scenario)
 

@@ -11,13 +11,13 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from layersched.sim.catalog import parse_catalog
-from layersched.sim.env import ClusterEnv
-from layersched.sim.episode import EpisodeMetrics, check_action, episode_metrics
-from layersched.sim.scenario import CloudNode, NodeRanges, Scenario
 from layersched.sim.tracks.interface import Policy
-from layersched.sim.view import TrueView
-from layersched.sim.workload import NodeSpec, Task, draw_nodes, draw_tasks
+from layersched.sim.tracks.layers_v1.catalog import parse_catalog
+from layersched.sim.tracks.layers_v1.env import ClusterEnv
+from layersched.sim.tracks.layers_v1.episode import EpisodeMetrics, check_action, episode_metrics
+from layersched.sim.tracks.layers_v1.scenario import CloudNode, NodeRanges, Scenario
+from layersched.sim.tracks.layers_v1.view import TrueView
+from layersched.sim.tracks.layers_v1.workload import NodeSpec, Task, draw_nodes, draw_tasks
 
 
 def nodes_to_wire(specs: list[NodeSpec]) -> list[list[Any]]:

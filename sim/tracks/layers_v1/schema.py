@@ -16,13 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from layersched.sim.catalog import BUILTIN_CATALOGS, Catalog, CatalogStructure, load_catalog, synthetic_catalog
 from layersched.sim.errors import CatalogError, EvalSetError, ScenarioError
 from layersched.sim.keyed_random import KeyedRandom
-from layersched.sim.scenario import CloudNode, NodeRanges, Scenario
 from layersched.sim.tracks.interface import ScenarioEntry
+from layersched.sim.tracks.layers_v1.catalog import (
+    BUILTIN_CATALOGS,
+    Catalog,
+    CatalogStructure,
+    load_catalog,
+    synthetic_catalog,
+)
+from layersched.sim.tracks.layers_v1.scenario import CloudNode, NodeRanges, Scenario
+from layersched.sim.tracks.layers_v1.workload import draw_nodes
 from layersched.sim.tracks.values import check_name, integer, no_unknown, number, pair, parse_source, source_json
-from layersched.sim.workload import draw_nodes
 
 SCENARIO_KEYS = frozenset(
     {"catalog", "n_nodes", "n_tasks", "arrival_rate", "slots", "nodes", "cycles_g", "zipf_s", "cloud"}

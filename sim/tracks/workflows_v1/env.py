@@ -404,6 +404,8 @@ class WorkflowEpisode:
         n_vms = len(self.cluster.cores)
         if type(value) is not int:
             hint = " (return int(...))" if isinstance(value, (float, np.integer, np.floating)) else ""
+            if isinstance(value, (tuple, list)) and len(value) == 2:
+                hint = " (a (candidate, VM) pair is one int action: return view.action(c, v), c * view.n_vms + v)"
             raise PolicyError(
                 f"step {step}: action {value!r:.80} ({type(value).__name__}) is not an int{hint}",
                 step=step,

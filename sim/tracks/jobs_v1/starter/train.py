@@ -28,12 +28,7 @@ earlier run left, ``weights.pt``: the file policy.py loads (its ``WEIGHTS_FILE``
 
 from __future__ import annotations
 
-import argparse
-import csv
-import dataclasses
-import inspect
 import random
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -53,10 +48,19 @@ from layersched.sim.scoring import overall_score, scenario_ratio
 from layersched.sim.tracks import get_track
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
 from layersched.sim.tracks.jobs_v1.view import image_width
+from layersched.sim.training import (
+    KeepBest,
+    parse_args,
+    publish,
+    reinforce_iterations,
+    scaled_advantages,
+    seed_everything,
+    validation_seeds,
+)
 
 TRACK = get_track("jobs-v1")
-# Workload seeds of each use, apart from each other and from the public sample's 0-4.
-TRAIN_SEED, CLONE_SEED, HELD_OUT_SEED, VALIDATION_SEED = 1000, 2000, 2500, 3000
+# Workload seeds of each use, apart from each other, from validation's (3000+) and from the public sample's 0-4.
+TRAIN_SEED, CLONE_SEED, HELD_OUT_SEED = 1000, 2000, 2500
 
 
 @dataclass
@@ -108,25 +112,6 @@ QUICK = {
     "val_seeds": 1,
     "val_every": 1,
 }
-
-
-def field_help(cls: type) -> dict[str, str]:
-    """Each field's docstring, the string literal on the line after ``name: type = default``."""
-    pattern = re.compile(r'^\s+(\w+): [^\n=]+= [^\n]+\n\s+"""(.+?)"""', re.MULTILINE)
-    return dict(pattern.findall(inspect.getsource(cls)))
-
-
-def parse_args(argv: Sequence[str] | None = None) -> Args:
-    helps = field_help(Args)
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for f in dataclasses.fields(Args):
-        flag = "--" + f.name.replace("_", "-")
-        if isinstance(f.default, bool):
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=helps[f.name])
-        else:
-            parser.add_argument(flag, type=type(f.default), default=f.default, help=f"{helps[f.name]} ({f.default})")
-    args = Args(**vars(parser.parse_args(argv)))
-    return dataclasses.replace(args, **QUICK) if args.quick else args  # type: ignore[arg-type]
 
 
 def scenarios(args: Args) -> list[JobsScenario]:
@@ -222,33 +207,12 @@ def sample_episode(gym_env: Any, network: Any, seed: int, gen: torch.Generator) 
     return episode
 
 
-def returns(rewards: Sequence[float], gamma: float) -> np.ndarray:
-    out = np.zeros(len(rewards))
-    g = 0.0
-    for t in range(len(rewards) - 1, -1, -1):
-        g = rewards[t] + gamma * g
-        out[t] = g
-    return out
-
-
-def advantages(episodes: Sequence[Episode], gamma: float) -> list[np.ndarray]:
-    """Each decision's return minus the mean return at its index over ``episodes`` (one job sequence's), where an
-    episode that has already ended counts 0 (DeepRM's time-dependent baseline)."""
-    rets = [returns(e.rewards, gamma) for e in episodes]
-    padded = np.zeros((len(rets), max(len(r) for r in rets)))
-    for i, r in enumerate(rets):
-        padded[i, : len(r)] = r
-    baseline = padded.mean(axis=0)
-    return [r - baseline[: len(r)] for r in rets]
-
-
 def policy_gradient_step(network: Any, opt: Any, batch: Sequence[tuple[Episode, np.ndarray]]) -> None:
     """One step on -(log pi(a_t|s_t) x advantage), the advantages scaled to unit spread over the whole batch."""
     images = torch.from_numpy(np.stack([im for e, _ in batch for im in e.images]))
     masks = torch.from_numpy(np.stack([m for e, _ in batch for m in e.masks]))
     actions = torch.tensor([a for e, _ in batch for a in e.actions])
-    adv = torch.from_numpy(np.concatenate([a for _, a in batch])).float()
-    adv = adv / (adv.std() + 1e-8)  # the baseline already centres them; this only sets the step's scale
+    adv = scaled_advantages([a for _, a in batch])
     logp = torch.log_softmax(masked_logits(network, images, masks), dim=1).gather(1, actions[:, None])[:, 0]
     loss = -(logp * adv).mean()
     opt.zero_grad()
@@ -263,63 +227,47 @@ def network_policy(network: Any) -> Callable[[Any, random.Random], int | None]:
     return lambda env, rng: best_allowed(network, env.observe(), env.mask())
 
 
-class KeepBest:
-    """The best checkpoint so far on the validation workloads, by its score against SJF (below 1.0 beats it)."""
+def sjf_ratio(scenario_list: Sequence[JobsScenario], n_seeds: int) -> Callable[[Any], float]:
+    """``network``'s validation score as the server scores: per rate its mean slowdown over SJF's on the validation
+    workloads, then the geometric mean; below 1.0 beats SJF."""
+    seeds = validation_seeds(n_seeds)
 
-    def __init__(self, scenario_list: Sequence[JobsScenario], n_seeds: int) -> None:
-        if n_seeds < 1:
-            raise SystemExit(f"--val-seeds must be at least 1 (got {n_seeds}): checkpoints are chosen on them")
-        self.scenarios = scenario_list
-        self.seeds = range(VALIDATION_SEED, VALIDATION_SEED + n_seeds)
-        self.sjf = [self._slowdowns(sjf, s) for s in scenario_list]
-        self.score = float("inf")
-        self.iteration = -2
-        self.state: dict[str, torch.Tensor] = {}
-
-    def _slowdowns(self, policy: Callable[[Any, random.Random], int | None], scenario: JobsScenario) -> list[float]:
-        runs = [TRACK.run_episode(scenario, policy, SeededRandom(s), random.Random(s)) for s in self.seeds]
+    def slowdowns(policy: Callable[[Any, random.Random], int | None], scenario: JobsScenario) -> list[float]:
+        runs = [TRACK.run_episode(scenario, policy, SeededRandom(s), random.Random(s)) for s in seeds]
         return [run.metrics.mean_slowdown for run in runs]
 
-    def validate(self, network: Any) -> float:
-        """``network``'s score on the validation workloads: per rate its mean slowdown over SJF's, geometric mean."""
-        mine = [self._slowdowns(network_policy(network), s) for s in self.scenarios]
-        ratios = [scenario_ratio(m, ref) for m, ref in zip(mine, self.sjf, strict=True)]
+    reference = [slowdowns(sjf, s) for s in scenario_list]
+
+    def score(network: Any) -> float:
+        mine = [slowdowns(network_policy(network), s) for s in scenario_list]
+        ratios = [scenario_ratio(m, ref) for m, ref in zip(mine, reference, strict=True)]
         return overall_score(ratios, [1.0] * len(ratios))
 
-    def offer(self, network: Any, iteration: int) -> float:
-        score = self.validate(network)
-        best = score < self.score
-        if best:
-            self.score, self.iteration = score, iteration
-            self.state = {k: v.detach().clone() for k, v in network.state_dict().items()}
-        print(f"validation after iteration {iteration:4d}: {score:.4f} x SJF{'  (best so far)' if best else ''}")
-        return score
+    return score
 
 
 def save(state: dict[str, torch.Tensor], shape: tuple[int, int, int], path: Path) -> None:
     torch.save({"shape": list(shape), "state": state}, path)
 
 
-def publish(best: KeepBest, shape: tuple[int, int, int], out_dir: Path, seed: int) -> None:
+def publish_best(best: KeepBest, shape: tuple[int, int, int], out_dir: Path, seed: int) -> bool:
     """Save the run's best checkpoint as ``jobs_seed{seed}.pt``, and as ``weights.pt`` only if it beats SJF and the
-    ``weights.pt`` already there on the validation workloads: a worse run never becomes what policy.py loads."""
-    run_file = out_dir / f"jobs_seed{seed}.pt"
-    save(best.state, shape, run_file)
-    print(f"saved {run_file}: this run's best checkpoint (iteration {best.iteration}, {best.score:.4f} x SJF)")
-    target = out_dir / WEIGHTS.name
-    if best.score >= 1.0:
-        print(f"{target.name} not written: no checkpoint beat SJF on the validation workloads (best {best.score:.4f})")
-        return
-    earlier = load_network(target)
-    if earlier is not None and earlier[1] == shape:
-        was = best.validate(earlier[0])
-        if was <= best.score:
-            print(f"{target.name} kept: the earlier one scores {was:.4f} x SJF, this run {best.score:.4f}")
-            return
-    save(best.state, shape, target)
-    print(f"saved {target} ({best.score:.4f} x SJF on validation)")
-    if target.resolve() != WEIGHTS.resolve():
-        print(f"policy.py loads {WEIGHTS}: copy {target.name} next to it to submit these weights")
+    ``weights.pt`` already there (``layersched.sim.training.publish``; one of another shape is not compared)."""
+
+    def load(path: Path) -> Any:
+        earlier = load_network(path)
+        return earlier[0] if earlier is not None and earlier[1] == shape else None
+
+    return publish(
+        best,
+        run_file=out_dir / f"jobs_seed{seed}.pt",
+        target=out_dir / WEIGHTS.name,
+        save=lambda state, path: save(state, shape, path),
+        load=load,
+        loads=WEIGHTS,
+        template="SJF",
+        validate_command="layersched validate . --evalset jobs-sample",
+    )
 
 
 def main(args: Args) -> None:
@@ -341,42 +289,32 @@ def main(args: Args) -> None:
         f"(SJF voids on {voids:.1%} of them: what always voiding would agree on)"
     )
 
-    best = KeepBest(scenario_list, args.val_seeds)
+    best = KeepBest(sjf_ratio(scenario_list, args.val_seeds), reference="SJF", unit="iteration", every=args.val_every)
     best.offer(network, -1)
     print(f"phase 2: REINFORCE for {args.iterations} iterations of {args.jobsets} x {args.per_set} episodes")
     gym_envs = [TRACK.make_gym_env(x) for x in scenario_list]
     opt = torch.optim.Adam(network.parameters(), lr=args.lr)
     gen = torch.Generator().manual_seed(args.seed)
-    with open(out_dir / f"train_seed{args.seed}.csv", "w", newline="") as log:
-        writer = csv.writer(log)
-        writer.writerow(["iteration", "mean_return", "validation_score"])
-        for it in range(args.iterations):
-            batch: list[tuple[Episode, np.ndarray]] = []
-            for j in range(args.jobsets):
-                k = it * args.jobsets + j
-                gym_env = gym_envs[k % len(gym_envs)]
-                episodes = [sample_episode(gym_env, network, TRAIN_SEED + k, gen) for _ in range(args.per_set)]
-                batch.extend(zip(episodes, advantages(episodes, args.gamma), strict=True))
-            policy_gradient_step(network, opt, batch)
-            mean_return = float(np.mean([sum(e.rewards) for e, _ in batch]))
-            score = ""
-            if (it + 1) % args.val_every == 0 or it == args.iterations - 1:
-                score = f"{best.offer(network, it):.4f}"
-            writer.writerow([it, f"{mean_return:.3f}", score])
-            print(f"iteration {it:4d}  mean return {mean_return:8.2f}  ({time.time() - started:.0f} s)")
-    publish(best, shape, out_dir, args.seed)
+    reinforce_iterations(
+        network,
+        best,
+        envs=gym_envs,
+        sample=lambda env, seed: sample_episode(env, network, seed, gen),
+        step=lambda batch: policy_gradient_step(network, opt, batch),
+        iterations=args.iterations,
+        workloads=args.jobsets,
+        per_workload=args.per_set,
+        first_seed=TRAIN_SEED,
+        gamma=args.gamma,
+        log=out_dir / f"train_seed{args.seed}.csv",
+        started=started,
+    )
+    publish_best(best, shape, out_dir, args.seed)
     print(f"done in {time.time() - started:.0f} s")
 
 
-def seed_everything(seed: int, deterministic: bool) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    torch.use_deterministic_algorithms(deterministic)
-
-
 if __name__ == "__main__":
-    arguments = parse_args()
+    arguments = parse_args(Args, __doc__, quick=QUICK)
     seed_everything(arguments.seed, arguments.torch_deterministic)
     torch.set_num_threads(1)  # a network this small gains nothing from threads; the sandbox runs one thread too
     main(arguments)

@@ -28,12 +28,7 @@ earlier run left, ``weights.pt``: the file policy.py loads (its ``WEIGHTS_FILE``
 
 from __future__ import annotations
 
-import argparse
-import csv
-import dataclasses
-import inspect
 import random
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -66,10 +61,19 @@ from layersched.sim.tracks import get_track
 from layersched.sim.tracks.workflows_v1.baselines import Heft
 from layersched.sim.tracks.workflows_v1.scenario import WorkflowScenario
 from layersched.sim.tracks.workflows_v1.view import TaskView, WorkflowView
+from layersched.sim.training import (
+    KeepBest,
+    parse_args,
+    publish,
+    reinforce_iterations,
+    scaled_advantages,
+    seed_everything,
+    validation_seeds,
+)
 
 TRACK = get_track("workflows-v1")
-# Workload seeds of each use, apart from each other and from the public sample's 0-4.
-TRAIN_SEED, CLONE_SEED, HELD_OUT_SEED, VALIDATION_SEED = 1000, 2000, 2500, 3000
+# Workload seeds of each use, apart from each other, from validation's (3000+) and from the public sample's 0-4.
+TRAIN_SEED, CLONE_SEED, HELD_OUT_SEED = 1000, 2000, 2500
 # The public sample's three scenarios (sim/data/workflows_sample.toml), trained and validated on other seeds.
 SCENARIOS = {
     "mixed": WorkflowScenario(),
@@ -133,25 +137,6 @@ QUICK = {
     "val_seeds": 1,
     "val_every": 1,
 }
-
-
-def field_help(cls: type) -> dict[str, str]:
-    """Each field's docstring, the string literal on the line after ``name: type = default``."""
-    pattern = re.compile(r'^\s+(\w+): [^\n=]+= [^\n]+\n\s+"""(.+?)"""', re.MULTILINE)
-    return dict(pattern.findall(inspect.getsource(cls)))
-
-
-def parse_args(argv: Sequence[str] | None = None) -> Args:
-    helps = field_help(Args)
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for f in dataclasses.fields(Args):
-        flag = "--" + f.name.replace("_", "-")
-        if isinstance(f.default, bool):
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=helps[f.name])
-        else:
-            parser.add_argument(flag, type=type(f.default), default=f.default, help=f"{helps[f.name]} ({f.default})")
-    args = Args(**vars(parser.parse_args(argv)))
-    return dataclasses.replace(args, **QUICK) if args.quick else args  # type: ignore[arg-type]
 
 
 def scenarios(args: Args) -> list[WorkflowScenario]:
@@ -248,33 +233,12 @@ def sample_episode(gym_env: Any, network: Any, seed: int, gen: torch.Generator) 
     return episode
 
 
-def returns(rewards: Sequence[float], gamma: float) -> np.ndarray:
-    out = np.zeros(len(rewards))
-    g = 0.0
-    for t in range(len(rewards) - 1, -1, -1):
-        g = rewards[t] + gamma * g
-        out[t] = g
-    return out
-
-
-def advantages(episodes: Sequence[Episode], gamma: float) -> list[np.ndarray]:
-    """Each decision's return minus the mean return at its index over ``episodes`` (one workload's), where an
-    episode that has already ended counts 0."""
-    rets = [returns(e.rewards, gamma) for e in episodes]
-    padded = np.zeros((len(rets), max(len(r) for r in rets)))
-    for i, r in enumerate(rets):
-        padded[i, : len(r)] = r
-    baseline = padded.mean(axis=0)
-    return [r - baseline[: len(r)] for r in rets]
-
-
 def policy_gradient_step(network: Any, opt: Any, batch: Sequence[tuple[Episode, np.ndarray]], chunk: int) -> None:
     """One step on -(log pi(a_t|s_t) x advantage), the advantages scaled to unit spread over the whole batch, the
     gradient accumulated over chunks of ``chunk`` decisions."""
     decisions = [d for e, _ in batch for d in e.decisions]
     choices = torch.tensor([c for e, _ in batch for c in e.choices])
-    adv = torch.from_numpy(np.concatenate([a for _, a in batch])).float()
-    adv = adv / (adv.std() + 1e-8)  # the baseline already centres them; this only sets the step's scale
+    adv = scaled_advantages([a for _, a in batch])
     opt.zero_grad()
     for i in range(0, len(decisions), chunk):
         logits = network(collate(decisions[i : i + chunk]))
@@ -295,71 +259,50 @@ def network_policy(network: Any) -> Policy:
     return play
 
 
-class KeepBest:
-    """The best checkpoint so far on the validation workloads, by its score against HEFT (below 1.0 beats it)."""
+class HeftRatio:
+    """A policy's validation score as the server scores: per scenario its mean completion time over HEFT's on the
+    validation workloads, then the geometric mean (below 1.0 beats HEFT); ``fallback`` is policy.py's without
+    weights (start-now EFT), which a network must beat."""
 
     def __init__(self, scenario_list: Sequence[WorkflowScenario], n_seeds: int) -> None:
-        if n_seeds < 1:
-            raise SystemExit(f"--val-seeds must be at least 1 (got {n_seeds}): checkpoints are chosen on them")
         self.scenarios = scenario_list
-        self.seeds = range(VALIDATION_SEED, VALIDATION_SEED + n_seeds)
+        self.seeds = validation_seeds(n_seeds)
         self.heft = [self._completions(lambda: Heft(), s) for s in scenario_list]
         self.fallback = self.score_of(lambda: start_now_eft)
         print(f"validation: start-now EFT (policy.py without weights) scores {self.fallback:.4f} x HEFT")
-        self.score = float("inf")
-        self.iteration = -2
-        self.state: dict[str, torch.Tensor] = {}
 
     def _completions(self, make: Callable[[], Policy], scenario: WorkflowScenario) -> list[float]:
         runs = [TRACK.run_episode(scenario, make(), random.Random(s), random.Random(s)) for s in self.seeds]
         return [run.metrics.mean_completion for run in runs]
 
     def score_of(self, make: Callable[[], Policy]) -> float:
-        """Per scenario the mean completion time over HEFT's on the same workloads, then the geometric mean."""
         mine = [self._completions(make, s) for s in self.scenarios]
         ratios = [scenario_ratio(m, ref) for m, ref in zip(mine, self.heft, strict=True)]
         return overall_score(ratios, [1.0] * len(ratios))
 
-    def validate(self, network: Any) -> float:
+    def __call__(self, network: Any) -> float:
         return self.score_of(lambda: network_policy(network))
-
-    def offer(self, network: Any, iteration: int) -> float:
-        score = self.validate(network)
-        best = score < self.score
-        if best:
-            self.score, self.iteration = score, iteration
-            self.state = {k: v.detach().clone() for k, v in network.state_dict().items()}
-        print(f"validation after iteration {iteration:4d}: {score:.4f} x HEFT{'  (best so far)' if best else ''}")
-        return score
 
 
 def save(state: dict[str, torch.Tensor], hidden: int, path: Path) -> None:
     torch.save({"format": FORMAT, "features": [N_NODE, N_VM, N_PAIR], "hidden": hidden, "state": state}, path)
 
 
-def publish(best: KeepBest, hidden: int, out_dir: Path, seed: int) -> None:
+def publish_best(best: KeepBest, fallback: float, hidden: int, out_dir: Path, seed: int) -> bool:
     """Save the run's best checkpoint as ``flows_seed{seed}.pt``, and as ``weights.pt`` only if it beats start-now
-    EFT (policy.py without weights) and the ``weights.pt`` already there on the validation workloads."""
-    run_file = out_dir / f"flows_seed{seed}.pt"
-    save(best.state, hidden, run_file)
-    print(f"saved {run_file}: this run's best checkpoint (iteration {best.iteration}, {best.score:.4f} x HEFT)")
-    target = out_dir / WEIGHTS.name
-    if best.score >= best.fallback:
-        print(
-            f"{target.name} not written: no checkpoint beat start-now EFT on the validation workloads "
-            f"(best {best.score:.4f} x HEFT, EFT {best.fallback:.4f})"
-        )
-        return
-    earlier = load_network(target)
-    if earlier is not None:
-        was = best.validate(earlier)
-        if was <= best.score:
-            print(f"{target.name} kept: the earlier one scores {was:.4f} x HEFT, this run {best.score:.4f}")
-            return
-    save(best.state, hidden, target)
-    print(f"saved {target} ({best.score:.4f} x HEFT on validation, EFT {best.fallback:.4f})")
-    if target.resolve() != WEIGHTS.resolve():
-        print(f"policy.py loads {WEIGHTS}: copy {target.name} next to it to submit these weights")
+    EFT (policy.py without weights, which scores ``fallback``) and the ``weights.pt`` already there
+    (``layersched.sim.training.publish``)."""
+    return publish(
+        best,
+        run_file=out_dir / f"flows_seed{seed}.pt",
+        target=out_dir / WEIGHTS.name,
+        save=lambda state, path: save(state, hidden, path),
+        load=load_network,
+        loads=WEIGHTS,
+        template="start-now EFT",
+        template_score=fallback,
+        validate_command="layersched validate . --evalset workflows-sample",
+    )
 
 
 def main(args: Args) -> None:
@@ -375,42 +318,33 @@ def main(args: Args) -> None:
     took = time.time() - started
     print(f"the clone agrees with HEFT on {held_out_agreement:.1%} of the held-out decisions ({took:.0f} s)")
 
-    best = KeepBest(scenario_list, args.val_seeds)
+    validation = HeftRatio(scenario_list, args.val_seeds)
+    best = KeepBest(validation, reference="HEFT", unit="iteration", every=args.val_every)
     best.offer(network, -1)
     print(f"phase 2: REINFORCE for {args.iterations} iterations of {args.workloads} x {args.per_workload} episodes")
     gym_envs = [TRACK.make_gym_env(x) for x in scenario_list]
     opt = torch.optim.Adam(network.parameters(), lr=args.lr)
     gen = torch.Generator().manual_seed(args.seed)
-    with open(out_dir / f"train_seed{args.seed}.csv", "w", newline="") as log:
-        writer = csv.writer(log)
-        writer.writerow(["iteration", "mean_return", "validation_score"])
-        for it in range(args.iterations):
-            batch: list[tuple[Episode, np.ndarray]] = []
-            for j in range(args.workloads):
-                k = it * args.workloads + j
-                gym_env = gym_envs[k % len(gym_envs)]
-                episodes = [sample_episode(gym_env, network, TRAIN_SEED + k, gen) for _ in range(args.per_workload)]
-                batch.extend(zip(episodes, advantages(episodes, args.gamma), strict=True))
-            policy_gradient_step(network, opt, batch, args.pg_batch)
-            mean_return = float(np.mean([sum(e.rewards) for e, _ in batch]))
-            score = ""
-            if (it + 1) % args.val_every == 0 or it == args.iterations - 1:
-                score = f"{best.offer(network, it):.4f}"
-            writer.writerow([it, f"{mean_return:.3f}", score])
-            print(f"iteration {it:4d}  mean return {mean_return:8.2f}  ({time.time() - started:.0f} s)")
-    publish(best, args.hidden, out_dir, args.seed)
+    reinforce_iterations(
+        network,
+        best,
+        envs=gym_envs,
+        sample=lambda env, seed: sample_episode(env, network, seed, gen),
+        step=lambda batch: policy_gradient_step(network, opt, batch, args.pg_batch),
+        iterations=args.iterations,
+        workloads=args.workloads,
+        per_workload=args.per_workload,
+        first_seed=TRAIN_SEED,
+        gamma=args.gamma,
+        log=out_dir / f"train_seed{args.seed}.csv",
+        started=started,
+    )
+    publish_best(best, validation.fallback, args.hidden, out_dir, args.seed)
     print(f"done in {time.time() - started:.0f} s")
 
 
-def seed_everything(seed: int, deterministic: bool) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    torch.use_deterministic_algorithms(deterministic)
-
-
 if __name__ == "__main__":
-    arguments = parse_args()
+    arguments = parse_args(Args, __doc__, quick=QUICK)
     seed_everything(arguments.seed, arguments.torch_deterministic)
     torch.set_num_threads(1)  # a network this small gains nothing from threads; the sandbox runs one thread too
     main(arguments)

@@ -14,7 +14,7 @@ import json
 import random
 from collections import Counter
 
-from layersched.sim.workload import draw_episode
+from layersched.sim.tracks.layers_v1.workload import draw_episode
 
 SEARCH = 20_000
 state = {"seed": None, "future": None, "guess": None, "image_hits": 0, "cycle_hits": 0, "predictions": 0}

@@ -4,7 +4,7 @@ score's: the trusted side's ``check_action`` must refuse the action (``invalid_a
 
 import numpy as np
 
-from layersched.sim.env import ClusterEnv
+from layersched.sim.tracks.layers_v1.env import ClusterEnv
 
 _true_mask = ClusterEnv.mask
 

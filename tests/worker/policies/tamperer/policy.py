@@ -8,7 +8,7 @@ episode process starts from the state after import, with the counter at 0.
 import os
 import socket
 
-from layersched.sim.env import ClusterEnv
+from layersched.sim.tracks.layers_v1.env import ClusterEnv
 
 counter = 0
 
