@@ -1,8 +1,8 @@
 """the accepted actions of episodes whose workload is public, the scenarios they replay on, the reference runs
 (issue 33)
 
-Revision ID: 0014
-Revises: 0013
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-12-04 10:00:00
 
 Up: ``replay_scenarios`` (a scenario's wire form by content hash, stored once) and ``episode_actions`` (one row per
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0014"
-down_revision: str | None = "0013"
+revision: str = "0015"
+down_revision: str | None = "0014"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
