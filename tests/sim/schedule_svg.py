@@ -74,3 +74,21 @@ def bars(svg: str) -> list[Bar]:
 def titles(svg: str) -> list[str]:
     """The text of every ``<title>`` (the hover texts)."""
     return [t.text or "" for t in svg_root(svg).iter(f"{NS}title")]
+
+
+def marks(svg: str) -> list[tuple[str, str, float]]:
+    """Every point mark of a Gantt chart (a cache hit): (panel, lane, time), its time read from its apex."""
+    root = svg_root(svg)
+    x0, px = float(root.get("data-x0", "nan")), float(root.get("data-px", "nan"))
+    out = []
+    for panel in root.iter(f"{NS}g"):
+        if panel.get("class") != "panel":
+            continue
+        for lane in panel:
+            if lane.get("class") != "lane":
+                continue
+            for path in lane.findall(f"{NS}path"):
+                if path.get("class") == "mark":
+                    x = float(path.get("d", "M nan").split()[0][1:])
+                    out.append((panel.get("data-panel", ""), lane.get("data-lane", ""), (x - x0) / px))
+    return out

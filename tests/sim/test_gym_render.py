@@ -17,10 +17,12 @@ from gymnasium.utils.env_checker import check_env  # noqa: E402
 from layersched.sim.episodes import SeededRandom  # noqa: E402
 from layersched.sim.tracks import get_track  # noqa: E402
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario  # noqa: E402
+from layersched.sim.tracks.layers_v1.scenario import Scenario  # noqa: E402
 from layersched.sim.tracks.schedules import schedule_views  # noqa: E402
 from layersched.sim.tracks.workflows_v1.scenario import WorkflowScenario  # noqa: E402
 
 CASES = [
+    ("layers-v1", "layersched.sim.tracks.layers_v1.gym_env:LayerSchedEnv", Scenario(n_tasks=40)),
     ("jobs-v1", "layersched.sim.tracks.jobs_v1.gym_env:JobsGymEnv", JobsScenario(simu_len=30)),
     ("workflows-v1", "layersched.sim.tracks.workflows_v1.gym_env:WorkflowGymEnv", WorkflowScenario(n_workflows=2)),
 ]
@@ -65,6 +67,8 @@ def test_frames_keep_their_size_and_the_last_is_the_replays_drawing(
     assert views is not None
     if track_id == "jobs-v1":
         record = views.replay(scenario, SeededRandom(3), env._recorder.record().actions)
+    elif track_id == "layers-v1":
+        record = views.replay(scenario, random.Random(env.workload_seed), env._recorder.record().actions)
     else:
         record = views.replay(scenario, random.Random(env.workload_seed), env._actions)
     assert record.metrics is not None, "the episode ended"

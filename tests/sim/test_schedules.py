@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import re
 import zlib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from layersched.sim.episodes import EpisodeSpec, SeededRandom, trace_hash
 from layersched.sim.evalset import evalset_file, load_evalset
 from layersched.sim.tracks import get_track
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
+from layersched.sim.tracks.layers_v1.scenario import Scenario
 from layersched.sim.tracks.schedules import (
     MAX_STORED_ACTIONS,
     MAX_STORED_BYTES,
@@ -30,10 +32,11 @@ from layersched.sim.tracks.schedules import (
     schedule_views,
 )
 from layersched.sim.tracks.workflows_v1.scenario import WorkflowScenario
-from tests.sim.schedule_svg import at_times, bars, titles, tolerance
+from tests.sim.schedule_svg import at_times, bars, marks, titles, tolerance
 
 # (track, scenario, baselines to run, seed): small episodes, each with a baseline that waits or holds jobs back.
 CASES = [
+    ("layers-v1", Scenario(n_tasks=80), ("Greedy", "Random", "Dep", "LeastLoaded"), 2),
     ("jobs-v1", JobsScenario(simu_len=60), ("SJF", "Random", "Tetris*"), 4),
     ("workflows-v1", WorkflowScenario(n_workflows=4), ("HEFT", "FCFS", "Random"), 2),
 ]
@@ -137,6 +140,43 @@ def test_jobs_svg_has_one_bar_per_job_at_its_times_and_its_units_on_each_resourc
     assert any(t.startswith("mine: ") for t in cdf_titles) and any(t.startswith("SJF: ") for t in cdf_titles)
 
 
+def test_layers_svg_has_one_bar_per_task_on_its_node_at_its_times_and_marks_its_cache_hits() -> None:
+    track, scenario = get_track("layers-v1"), Scenario(n_tasks=80)
+    views = schedule_views(track)
+    assert views is not None
+    policy = replay_episode(track, scenario, 2, _run("layers-v1", scenario, "Dep", 2).actions, expected_hash=None)
+    reference = replay_episode(track, scenario, 2, _run("layers-v1", scenario, "Greedy", 2).actions, expected_hash=None)
+    figures = {f.key: f for f in views.figures(policy, reference, ("mine", "Greedy"))}
+    assert set(figures) == {"nodes", "downloads", "storage", "completion"}
+    svg = figures["nodes"].svg
+    for panel, record in (("mine", policy), ("Greedy", reference)):
+        drawn: dict[int, list[Any]] = {}
+        for bar in bars(svg):
+            if bar.panel == panel:
+                found = re.match(r"task (\d+) \(", bar.title)
+                assert found, bar.title
+                drawn.setdefault(int(found.group(1)), []).append(bar)
+        assert sorted(drawn) == [t.index for t in record.tasks], "every task, once"
+        for task in record.tasks:
+            by_kind = {b.kind: b for b in drawn[task.index]}
+            assert len(by_kind) == len(drawn[task.index]), "one bar of each kind per task"
+            assert {b.lane for b in drawn[task.index]} == {f"node {task.node}"}
+            assert at_times(by_kind["run"], task.start, task.finish, svg), (task, by_kind["run"])
+            if task.ready > task.arrival:
+                assert at_times(by_kind["dl"], task.arrival, task.ready, svg)
+            if task.start > task.ready:
+                assert at_times(by_kind["wait"], task.ready, task.start, svg)
+            assert ("cache hit" in by_kind["run"].title) == task.hit
+        hits = sorted((f"node {t.node}", t.arrival) for t in record.tasks if t.hit)
+        shown = sorted((lane, at) for name, lane, at in marks(svg) if name == panel)
+        assert len(shown) == len(hits) > 0, "a triangle per cache hit"
+        eps = tolerance(svg)
+        assert all(a[0] == b[0] and abs(a[1] - b[1]) <= eps for a, b in zip(shown, hits, strict=True))
+    assert sum(t.node == max(range(10), key=[p.node for p in policy.tasks].count) for t in policy.tasks) > 30, (
+        "Dep piles tasks onto one node: the lab's question, visible in the schedule"
+    )
+
+
 def test_workflows_svg_has_one_bar_per_task_on_its_vm_at_its_times() -> None:
     track, scenario = get_track("workflows-v1"), WorkflowScenario(n_workflows=4)
     views = schedule_views(track)
@@ -225,7 +265,7 @@ def test_damaged_stored_actions_are_refused_naming_why(blob: bytes, message: str
         decode_actions(blob)
 
 
-@pytest.mark.parametrize("sample", ["jobs-sample", "workflows-sample"])
+@pytest.mark.parametrize("sample", ["sample", "jobs-sample", "workflows-sample"])
 def test_the_largest_episode_of_each_shipped_set_fits_the_stored_bounds(sample: str) -> None:
     evalset = load_evalset(evalset_file(sample))
     track = get_track(evalset.track)
@@ -243,3 +283,22 @@ def test_only_seeded_episodes_of_scenarios_without_secrets_have_a_public_workloa
     assert public_workload(track, scenario, EpisodeSpec("b", split="private", seed=3)), "a seed is public in any split"
     assert not public_workload(track, scenario, EpisodeSpec("c", key=bytes(16))), "keyed: hidden in any split"
     assert not public_workload(track, scenario, EpisodeSpec("d", split="public", key=bytes(range(16))))
+
+
+def test_a_tracks_schedules_are_not_its_rules(tmp_path: Path) -> None:
+    """Editing the record or the drawing of a track's schedules changes no rules hash (so no lab policy seed); an
+    edit anywhere else in the package does."""
+    from layersched.sim.version import NOT_RULES, package_rules_hash
+
+    package = tmp_path / "demo_v1"
+    package.mkdir()
+    (package / "env.py").write_text("RULE = 1\n")
+    for name in NOT_RULES:
+        (package / name).write_text("DRAWN = 1\n")
+    first = package_rules_hash(package)
+    for name in NOT_RULES:
+        (package / name).write_text("DRAWN = 2  # another colour\n")
+    assert package_rules_hash(package) == first
+    (package / "nested").mkdir()
+    (package / "nested" / "render.py").write_text("RULE = 2\n")  # only the package's own modules are left out
+    assert package_rules_hash(package) != first
