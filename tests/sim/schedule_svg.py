@@ -5,6 +5,7 @@ the CLI's tests, so that every drawing is checked the same way, parsed rather th
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 NS = "{http://www.w3.org/2000/svg}"
@@ -40,34 +41,36 @@ def at_times(bar: Bar, start: float, end: float, svg: str) -> bool:
     return abs(bar.start - start) <= eps and abs(bar.end - shown_end) <= eps + 0.05 / px
 
 
+def _lanes(root: ET.Element) -> Iterator[tuple[ET.Element, ET.Element]]:
+    """(panel, lane) of a Gantt chart, in document order."""
+    for panel in root.iter(f"{NS}g"):
+        if panel.get("class") == "panel":
+            yield from ((panel, lane) for lane in panel if lane.get("class") == "lane")
+
+
 def bars(svg: str) -> list[Bar]:
     """Every bar of a Gantt chart, panel by panel and lane by lane, in document order."""
     root = svg_root(svg)
     x0, px = float(root.get("data-x0", "nan")), float(root.get("data-px", "nan"))
     out = []
-    for panel in root.iter(f"{NS}g"):
-        if panel.get("class") != "panel":
-            continue
-        for lane in panel:
-            if lane.get("class") != "lane":
-                continue
-            for item in lane.findall(f"{NS}g"):
-                title = item.find(f"{NS}title")
-                assert title is not None and title.text, "every item has a hover title"
-                for rect in item.findall(f"{NS}rect"):
-                    x, width = float(rect.get("x", "nan")), float(rect.get("width", "nan"))
-                    out.append(
-                        Bar(
-                            panel=panel.get("data-panel", ""),
-                            lane=lane.get("data-lane", ""),
-                            title=title.text,
-                            kind=rect.get("class", ""),
-                            start=(x - x0) / px,
-                            end=(x + width - x0) / px,
-                            y=float(rect.get("y", "nan")),
-                            height=float(rect.get("height", "nan")),
-                        )
+    for panel, lane in _lanes(root):
+        for item in lane.findall(f"{NS}g"):
+            title = item.find(f"{NS}title")
+            assert title is not None and title.text, "every item has a hover title"
+            for rect in item.findall(f"{NS}rect"):
+                x, width = float(rect.get("x", "nan")), float(rect.get("width", "nan"))
+                out.append(
+                    Bar(
+                        panel=panel.get("data-panel", ""),
+                        lane=lane.get("data-lane", ""),
+                        title=title.text,
+                        kind=rect.get("class", ""),
+                        start=(x - x0) / px,
+                        end=(x + width - x0) / px,
+                        y=float(rect.get("y", "nan")),
+                        height=float(rect.get("height", "nan")),
                     )
+                )
     return out
 
 
@@ -81,14 +84,9 @@ def marks(svg: str) -> list[tuple[str, str, float]]:
     root = svg_root(svg)
     x0, px = float(root.get("data-x0", "nan")), float(root.get("data-px", "nan"))
     out = []
-    for panel in root.iter(f"{NS}g"):
-        if panel.get("class") != "panel":
-            continue
-        for lane in panel:
-            if lane.get("class") != "lane":
-                continue
-            for path in lane.findall(f"{NS}path"):
-                if path.get("class") == "mark":
-                    x = float(path.get("d", "M nan").split()[0][1:])
-                    out.append((panel.get("data-panel", ""), lane.get("data-lane", ""), (x - x0) / px))
+    for panel, lane in _lanes(root):
+        for path in lane.findall(f"{NS}path"):
+            if path.get("class") == "mark":
+                x = float(path.get("d", "M nan").split()[0][1:])
+                out.append((panel.get("data-panel", ""), lane.get("data-lane", ""), (x - x0) / px))
     return out
