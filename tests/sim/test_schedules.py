@@ -172,6 +172,18 @@ def test_layers_svg_has_one_bar_per_task_on_its_node_at_its_times_and_marks_its_
         assert len(shown) == len(hits) > 0, "a triangle per cache hit"
         eps = tolerance(svg)
         assert all(a[0] == b[0] and abs(a[1] - b[1]) <= eps for a, b in zip(shown, hits, strict=True))
+    # Each node's free storage at the end is what the simulator's own state says, its evictions counted.
+    from layersched.sim.tracks.layers_v1.env import ClusterEnv
+
+    env = ClusterEnv(scenario)
+    env.reset(SeededRandom(2))
+    for action in policy.actions:
+        env.step(action)
+    for n, node in enumerate(env.nodes):
+        free = 1 - sum(env.size[d] for d in node.layers) / node.storage
+        assert policy.storage[n][-1][1] == pytest.approx(free, abs=1e-12), n
+    downloaded = sum(t.downloaded_mb for t in policy.tasks)
+    assert downloaded == pytest.approx(sum(t.image_mb - t.cached_mb for t in policy.tasks))
     assert sum(t.node == max(range(10), key=[p.node for p in policy.tasks].count) for t in policy.tasks) > 30, (
         "Dep piles tasks onto one node: the lab's question, visible in the schedule"
     )

@@ -86,7 +86,8 @@ class LayersRecorder:
         self.actions: list[int] = []
         self.tasks: list[Placement] = []
         self.storage: list[list[tuple[float, float]]] = [[(0.0, 1.0)] for _ in env.nodes]
-        self._pending: tuple[Task, int, dict[str, float], float] = (Task(0.0, 0, 0.0), 0, {}, 0.0)
+        self._pending: tuple[Task, int, tuple[str, ...], int, float] = (Task(0.0, 0, 0.0), 0, (), 0, 0.0)
+        self._image_digests: dict[int, tuple[str, ...]] = {}
 
     def place(self, task: Task, n: int) -> None:
         """Place ``task`` on node ``n`` (``ClusterEnv.place``) and keep what it did."""
@@ -95,17 +96,20 @@ class LayersRecorder:
         self.after()
 
     def before(self, task: Task, n: int) -> None:
-        """What node ``n`` held before ``task`` is placed on it (call ``after`` once the env placed it: a caller
-        that places through ``ClusterEnv.step``, as the Gymnasium env does)."""
-        node = self.env.nodes[n]
-        self._pending = (task, n, dict(node.layers), node.download_free)
+        """What node ``n`` held of ``task``'s image before ``task`` is placed on it (call ``after`` once the env
+        placed it: a caller that places through ``ClusterEnv.step``, as the Gymnasium env does)."""
+        layers = self.env.nodes[n].layers
+        digests = self._digests(task.image)
+        held = tuple(d for d in digests if d in layers)
+        self._pending = (task, n, held, len(layers), self.env.nodes[n].download_free)
 
     def after(self) -> None:
         env = self.env
-        task, n, before, queue = self._pending
+        task, n, held, count, queue = self._pending
         node = env.nodes[n]
-        digests = list(dict.fromkeys(layer["digest"] for layer in env.images[task.image]["layers"]))
-        added = [d for d in digests if d not in before and d in node.layers]
+        layers = node.layers
+        digests = self._digests(task.image)
+        added = [d for d in digests if d not in held and d in layers]
         finish = task.arrival + env.completion[-1]
         self.actions.append(n)
         self.tasks.append(
@@ -115,19 +119,27 @@ class LayersRecorder:
                 arrival=task.arrival,
                 cycles=task.cycles,
                 node=n,
-                ready=max([task.arrival, *(node.layers[d] for d in digests if d in node.layers)]),
+                ready=max([task.arrival, *(layers[d] for d in digests if d in layers)]),
                 start=finish - task.cycles / node.freq,
                 finish=finish,
                 image_mb=env.image_mb[task.image],
-                cached_mb=sum(env.size[d] for d in digests if d in before),
+                cached_mb=sum(env.size[d] for d in held),
                 downloaded_mb=sum(env.size[d] for d in added),
                 download=(max(task.arrival, queue), node.download_free) if added else None,
-                evicted=sum(1 for d in before if d not in node.layers),
+                evicted=count + len(added) - len(layers),
             )
         )
-        if not node.is_cloud and (added or len(node.layers) != len(before)):
-            used = sum(env.size[d] for d in node.layers)
-            self.storage[n].append((task.arrival, 1 - used / node.storage))
+        if not node.is_cloud and (added or len(layers) != count):
+            # The env keeps each node's stored MB in step with its layers (summed in the lab's order).
+            self.storage[n].append((task.arrival, 1 - env._used[n] / node.storage))
+
+    def _digests(self, image: int) -> tuple[str, ...]:
+        """The image's layers, each once, in image order (an image may list a layer twice)."""
+        known = self._image_digests.get(image)
+        if known is None:
+            layers = self.env.images[image]["layers"]
+            known = self._image_digests[image] = tuple(dict.fromkeys(layer["digest"] for layer in layers))
+        return known
 
     def record(self) -> LayersSchedule:
         env = self.env
