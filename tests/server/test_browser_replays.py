@@ -47,10 +47,13 @@ def _seed(database_url: str, root: Path) -> dict[str, Any]:
         for path, phase, baseline in (
             (jobs_set(root / "jobs-mixed.toml"), None, "Random"),
             (evalset_file("workflows-sample"), "flows", "FCFS"),
+            (evalset_file("sample"), "lab", "Dep"),
         ):
             row, evalset = public_runs.register(session, path, current=phase is None)
             if phase is not None:
-                storage.create_phase(session=session, name=phase, title="Workflows", evalset_name=row.name, actor=None)
+                storage.create_phase(
+                    session=session, name=phase, title=phase.title(), evalset_name=row.name, actor=None
+                )
             records = score_baselines(evalset, root / "baselines")
             write_reference_rows(session=session, evalset=evalset, records=records)
             made, evaluation_id = public_runs.submission(session, alice, row, f"alice {baseline}")
@@ -78,13 +81,14 @@ def visits(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list
         routes = subprocess.run([*wrapper, "ip", "route", "show"], capture_output=True, text=True, check=True)
         assert routes.stdout.strip() == "", f"the namespace must have no route out: {routes.stdout}"
         with uvicorn_server(database_url, root, wrapper) as base:
-            jobs, flows = seeded["jobs-v1"], seeded["workflows-v1"]
+            jobs, flows, lab = seeded["jobs-v1"], seeded["workflows-v1"], seeded["layers-v1"]
             urls = [
                 f"{base}/submissions/{jobs}",
                 f"{base}/submissions/{jobs}/episodes/small/seed3",
                 f"{base}/submissions/{flows}?sort=-makespan",
                 f"{base}/submissions/{flows}/episodes/mixed/seed0",
                 f"{base}/?phase=flows&sort=-makespan",
+                f"{base}/submissions/{lab}/episodes/lab-300/seed0",
             ]
             out = root / "visits"
             out.mkdir()
@@ -139,17 +143,20 @@ def _share(png: str, rgb: tuple[int, int, int]) -> float:
 
 def test_the_replay_pages_draw_both_schedules_in_their_colours(visits: tuple[str, list[dict[str, Any]]]) -> None:
     _base, record = visits
-    for visit, keys in (
-        (record[1], ("occupancy", "jobs", "queue", "slowdown")),
-        (record[3], ("vms", "busy", "completion")),
+    for visit, keys, lanes in (
+        (record[1], ("occupancy", "jobs", "queue", "slowdown"), 2),
+        (record[3], ("vms", "busy", "completion"), 2),
+        (record[5], ("nodes", "downloads", "storage", "completion"), 3),
     ):
         dom = visit["dom"]
         assert all(f'id="fig-{key}"' in dom for key in keys), visit["url"]
-        assert dom.count('<g class="panel"') == 4, "two views of lanes, each with both schedules"
+        assert dom.count('<g class="panel"') == 2 * lanes, "each view of lanes with both schedules"
         assert visit["element"] is not None
         assert _share(visit["element"], RUN_RGB) > 0.002, f"{visit['url']}: no bar in the running colour"
     jobs_life = record[1]["dom"]
     assert 'class="hold"' in jobs_life, "Random holds jobs back: red bars on the jobs' lives"
+    lab = record[5]["dom"]
+    assert 'class="mark"' in lab and 'class="dl"' in lab and 'data-panel="Greedy"' in lab
 
 
 def test_the_board_sorts_by_a_metric(visits: tuple[str, list[dict[str, Any]]]) -> None:

@@ -77,7 +77,14 @@ class Driver:
         if not found:
             return None
         element = next(iter(found[0].values()))
-        shot.write_bytes(base64.b64decode(self.command("GET", f"/element/{element}/screenshot")))
+        rect = self.command("GET", f"/element/{element}/rect")  # in the document: the element may pass the window
+        clip = {key: rect[key] for key in ("x", "y", "width", "height")} | {"scale": 1}
+        captured = self.command(
+            "POST",
+            "/goog/cdp/execute",
+            {"cmd": "Page.captureScreenshot", "params": {"format": "png", "clip": clip, "captureBeyondViewport": True}},
+        )
+        shot.write_bytes(base64.b64decode(captured["data"]))
         return str(shot)
 
     def visit(self, url: str, shot: Path, element: str | None = None) -> dict[str, Any]:
