@@ -55,11 +55,11 @@ def test_a_kit_goes_to_the_open_phase_of_its_track_and_reads_as_ratios_to_its_re
     login(capsys, jobs_phases, "alice")
     code, out, err = run(capsys, "submit", str(jobs_kit), "--name", "sjf", "--poll", "0.1")
     assert code == 0, err
-    assert out.splitlines()[2].startswith("#1 succeeded: score 0.9800 (95% CI 0.9500-1.0100, ratio to SJF, lower")
+    assert _outcome(out, 1).startswith("#1 succeeded: score 0.9800 (95% CI 0.9500-1.0100, ratio to SJF, lower")
     # A lab policy beside it, with three phases open: --phase names it, and its score is a ratio to Greedy.
     code, out, err = run(capsys, "submit", str(policy_file), "--phase", "main", "--poll", "0.1")
     assert code == 0, err
-    assert "ratio to Greedy, lower is better), rank 1" in out.splitlines()[2]
+    assert "ratio to Greedy, lower is better), rank 1" in _outcome(out, 2)
 
     code, out, _ = run(capsys, "status")
     _header, *rows, ratios = out.splitlines()
@@ -159,3 +159,10 @@ def test_validate_of_a_kit_refuses_a_set_of_another_track(capsys: pytest.Capture
         f"error: --evalset sample is a set of track layers-v1, but the kit is for track jobs-v1 "
         f"({jobs_kit / 'layersched-kit.toml'})"
     )
+
+
+def _outcome(out: str, submission_id: int) -> str:
+    """The line of ``submit``'s output that tells how submission ``submission_id`` ended (after the lines of its
+    upload, its place in the queue and its page)."""
+    (line,) = [line for line in out.splitlines() if line.startswith(f"#{submission_id} ")]
+    return line

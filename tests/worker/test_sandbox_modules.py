@@ -49,6 +49,11 @@ def test_the_lists_are_the_built_images(sandbox_image: str) -> None:
     assert python == sandbox_modules.PYTHON
     assert versions.split() == [sandbox_modules.PINNED["numpy"], sandbox_modules.PINNED["torch"]]
     # layersched is a namespace package there (pkgutil does not list it): the simulator imports, the SDK does not.
-    probe = "import layersched.sim.env\ntry:\n    import layersched.sdk\nexcept ImportError:\n    print('no sdk')\n"
+    probe = (
+        "import layersched.sim.tracks.layers_v1.env\n"
+        "try:\n    import layersched.sdk\nexcept ImportError:\n    print('no sdk')\n"
+    )
     assert _in_image(sandbox_image, probe) == "no sdk\n"
-    assert sandbox_modules.sandbox_has("layersched.sim.env") and not sandbox_modules.sandbox_has("layersched.sdk")
+    assert sandbox_modules.sandbox_has("layersched.sim.tracks.layers_v1.env") and not sandbox_modules.sandbox_has(
+        "layersched.sdk"
+    )
