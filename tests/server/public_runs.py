@@ -4,16 +4,14 @@ in-process (the in-process run is the sandboxed run: the tracks' tests check it)
 
 from __future__ import annotations
 
-import hashlib
 import random
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from layersched.server import storage
-from layersched.server.models import EvalSet, Phase, Submission, User
+from layersched.server.models import EvalSet, Submission, User
 from layersched.sim.episodes import policy_seed, trace_hash
 from layersched.sim.evalset import EvalSet as SimEvalSet
 from layersched.sim.evalset import load_evalset
@@ -41,18 +39,10 @@ def register(session: Session, path: Path, *, current: bool = True) -> tuple[Eva
 
 
 def submission(session: Session, owner: User, evalset: EvalSet, name: str) -> tuple[Submission, int]:
-    phase = session.scalars(select(Phase).where(Phase.evalset_id == evalset.id)).first()
-    assert phase is not None
-    made, evaluation = storage.create_submission(
-        session=session,
-        owner=owner,
-        name=name,
-        description="",
-        bundle_sha256=hashlib.sha256(name.encode()).hexdigest(),
-        bundle_format="py",
-        bundle_bytes=1,
-        phase=phase,
-    )
+    """A submission of ``owner`` to the phase on ``evalset`` and its queued evaluation's id."""
+    from .test_browser import add_submission
+
+    made, evaluation = add_submission(session, owner, evalset, name)
     return made, evaluation.id
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from layersched.sim.tracks import get_track
 from layersched.worker.evalsets import write_reference_rows
 
 from . import public_runs
-from .test_browser import migrated_sqlite, read_png, uvicorn_server
+from .test_browser import loopback_namespace, migrated_sqlite, read_png, uvicorn_server
 from .test_replays import jobs_set
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -68,52 +67,41 @@ def _seed(database_url: str, root: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def visits(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    if shutil.which("ip") is None:
-        pytest.fail("the 'ip' command (Debian package iproute2) is needed to make a network namespace")
     root = tmp_path_factory.mktemp("replays")
     database_url = migrated_sqlite(root)
     seeded = _seed(database_url, root)
-    namespace = f"layersched-replays-{secrets.token_hex(4)}"
-    subprocess.run(["ip", "netns", "add", namespace], check=True)
-    try:
-        wrapper = ["ip", "netns", "exec", namespace]
-        subprocess.run([*wrapper, "ip", "link", "set", "lo", "up"], check=True)
-        routes = subprocess.run([*wrapper, "ip", "route", "show"], capture_output=True, text=True, check=True)
-        assert routes.stdout.strip() == "", f"the namespace must have no route out: {routes.stdout}"
-        with uvicorn_server(database_url, root, wrapper) as base:
-            jobs, flows, lab = seeded["jobs-v1"], seeded["workflows-v1"], seeded["layers-v1"]
-            urls = [
-                f"{base}/submissions/{jobs}",
-                f"{base}/submissions/{jobs}/episodes/small/seed3",
-                f"{base}/submissions/{flows}?sort=-makespan",
-                f"{base}/submissions/{flows}/episodes/mixed/seed0",
-                f"{base}/?phase=flows&sort=-makespan",
-                f"{base}/submissions/{lab}/episodes/lab-300/seed0",
-            ]
-            out = root / "visits"
-            out.mkdir()
-            request = {"base": base, "token": seeded["token"], "out": str(out), "urls": urls}
-            request["element"] = "figure.schedule svg"
-            (root / "request.json").write_text(json.dumps(request))
-            env = {
-                **os.environ,
-                "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
-            }
-            subprocess.run(
-                [*wrapper, sys.executable, "-m", "tests.server.visit_pages", str(root / "request.json")],
-                check=True,
-                env=env,
-                cwd=REPO,
-                timeout=600,
-            )
-            record = json.loads((out / "visits.json").read_text())
-            keep = os.environ.get("LAYERSCHED_SCREENSHOTS")
-            if keep:
-                for visit in record:
-                    shutil.copy(visit["screenshot"], Path(keep) / f"{Path(visit['screenshot']).name}")
-            yield base, record
-    finally:
-        subprocess.run(["ip", "netns", "del", namespace], check=False)
+    with loopback_namespace("layersched-replays") as wrapper, uvicorn_server(database_url, root, wrapper) as base:
+        jobs, flows, lab = seeded["jobs-v1"], seeded["workflows-v1"], seeded["layers-v1"]
+        urls = [
+            f"{base}/submissions/{jobs}",
+            f"{base}/submissions/{jobs}/episodes/small/seed3",
+            f"{base}/submissions/{flows}?sort=-makespan",
+            f"{base}/submissions/{flows}/episodes/mixed/seed0",
+            f"{base}/?phase=flows&sort=-makespan",
+            f"{base}/submissions/{lab}/episodes/lab-300/seed0",
+        ]
+        out = root / "visits"
+        out.mkdir()
+        request = {"base": base, "token": seeded["token"], "out": str(out), "urls": urls}
+        request["element"] = "figure.schedule svg"
+        (root / "request.json").write_text(json.dumps(request))
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
+        }
+        subprocess.run(
+            [*wrapper, sys.executable, "-m", "tests.server.visit_pages", str(root / "request.json")],
+            check=True,
+            env=env,
+            cwd=REPO,
+            timeout=600,
+        )
+        record = json.loads((out / "visits.json").read_text())
+        keep = os.environ.get("LAYERSCHED_SCREENSHOTS")
+        if keep:
+            for visit in record:
+                shutil.copy(visit["screenshot"], Path(keep) / f"{Path(visit['screenshot']).name}")
+        yield base, record
 
 
 def test_every_page_asks_only_the_server_and_breaks_no_rule_of_its_policy(
