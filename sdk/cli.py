@@ -6,9 +6,9 @@ stdout, so ``--json`` output can be piped.
 
 This module is the entry point (``main``) and the top-level parser; the commands live by what they do:
 ``student`` (login, select, unselect, logs, leaderboard, phases) and ``submitting`` (submit, status) talk to the
-server for a participant; ``local`` (init, validate, sim, evalset verify) needs no server; ``hosting`` (serve,
-worker) runs the service; ``teams`` (team ...) and ``admin`` with ``admin_phases`` (admin ...) are the team and
-organiser commands. ``commands`` is what they share.
+server for a participant; ``local`` (init, validate, sim, evalset verify) and ``replay_cli`` (replay) need no
+server; ``hosting`` (serve, worker) runs the service; ``teams`` (team ...) and ``admin`` with ``admin_phases``
+(admin ...) are the team and organiser commands. ``commands`` is what they share.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from layersched.sdk.config import LOGIN_HINT, track_modules
 from layersched.sdk.errors import AuthError, Forbidden, LayerschedError
 from layersched.sdk.hosting import add_hosting_parsers
 from layersched.sdk.local import add_kit_parsers, add_tool_parsers, run_sim
+from layersched.sdk.replay_cli import add_replay_parser
 from layersched.sdk.student import add_login_parser, add_student_parsers
 from layersched.sdk.submitting import add_submitting_parsers
 from layersched.sdk.teams import add_team_parser
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     # In the order `layersched --help` lists them: a student's first steps first, the organisers' commands last.
     add_login_parser(sub, add_command)
     add_kit_parsers(sub, add_command)
+    add_replay_parser(sub, add_command)
     add_submitting_parsers(sub, add_command)
     add_student_parsers(sub, add_command)
     add_tool_parsers(sub, add_command)

@@ -61,7 +61,8 @@ def add_kit_parsers(sub: Any, add: AddCommand) -> None:
         "scored on its track's public sample; a lone .py file against the lab's (layers-v1, sample).\n"
         f"A bundle holds {limits_text()}.\nExits 1 if something would fail on the server.",
         "  layersched validate my_policy.py\n  layersched validate my_policy/ --deadline 0.5\n"
-        "  layersched validate my_policy/ --evalset sample --episodes 2\n",
+        "  layersched validate my_policy/ --evalset sample --episodes 2\n"
+        "  layersched validate . --report report/        # then open report/index.html\n",
     )
     p.add_argument("path", type=Path, help="a policy .py file or a directory with policy.py")
     p.add_argument(
@@ -84,6 +85,12 @@ def add_kit_parsers(sub: Any, add: AddCommand) -> None:
         help="only the first N episodes (quick check; the score is then not comparable)",
     )
     p.add_argument("--static", action="store_true", help="only the checks that run nothing (no episodes)")
+    p.add_argument(
+        "--report",
+        type=Path,
+        metavar="DIR",
+        help="also write the schedule pages of every episode to DIR (index.html; open offline)",
+    )
 
 
 def add_tool_parsers(sub: Any, add: AddCommand) -> None:
@@ -213,6 +220,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             evalset_path=evalset,
             max_episodes=args.episodes,
             on_message=on_message,
+            every_split=args.report is not None,
         )
         bar.close()
     if not report.ok and report.stderr_tail.strip():
@@ -220,7 +228,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print("\n".join(report.stderr_tail.strip().splitlines()[-25:]), file=sys.stderr)
         print("---", file=sys.stderr)
     print(format_report(report))
+    if args.report is not None and not args.static:
+        _write_report(report, evalset, args.report)
     return 0 if report.ok else 1
+
+
+def _write_report(report: Any, evalset: str | None, out: Path) -> None:
+    from layersched.sdk.report import write_report
+
+    written = write_report(report, evalset, out)
+    for why in written.skipped:
+        print(f"  no replay of {why}", file=sys.stderr)
+    print(f"wrote {written.index} ({written.episodes} episode pages): open it in a browser, offline")
 
 
 def _validation_set(path: Path, named: str | None) -> str | None:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from layersched.sdk.bundle import ENTRY_POINT, Bundle
+from layersched.sim.episodes import Split
 from layersched.sim.tracks import Replica, Track, TrustedSimulator
 from layersched.sim.tracks.play import play_episode
 
@@ -69,6 +70,10 @@ class RunRequest:
     submission_s: float  # ... of the whole run
     max_episodes: int | None = None
     all_episodes: bool = True  # False: only the timed first episode (the worker's harness scores the rest)
+    # The split whose episodes to play (None: both; ``validate --report`` and ``replay`` draw private ones too: the
+    # sample's seeds are public in both splits), and ``only`` one episode, as [scenario, episode id].
+    split: Split | None = "public"
+    only: list[str] | None = None
     # The module that defines the set's track (``layersched.sim.tracks.track_module``): the child is a fresh
     # process, which knows only the built-in tracks until it imports one an organiser registered.
     track_module: str | None = None
@@ -97,6 +102,24 @@ def stage_bundle(bundle: Bundle, into: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(bundle.root / name, target)
     return into
+
+
+def staged_request(bundle: Bundle, into: Path, evalset_path: Path, limits: Any, **options: Any) -> RunRequest:
+    """Stage ``bundle`` in ``into/bundle`` (``stage_bundle``) and the request of a child that runs it on the set at
+    ``evalset_path`` under ``limits`` (a ``SandboxLimits``: the server's budgets); ``options`` are the request's other
+    fields."""
+    staged = stage_bundle(bundle, into / "bundle")
+    return RunRequest(
+        entry_point=str(staged / ENTRY_POINT),
+        bundle_root=str(staged),
+        bundle_sha256=bundle.sha256,
+        evalset_path=str(evalset_path),
+        deadline_s=limits.decision_seconds,
+        episode_s=limits.episode_seconds,
+        startup_s=limits.startup_seconds,
+        submission_s=limits.submission_seconds,
+        **options,
+    )
 
 
 def run_in_subprocess(
@@ -333,7 +356,7 @@ def _child_main(out: TextIO) -> int:
         load_track_module(req.track_module)
     evalset = sample_evalset(req.evalset_path)
     track = get_track(evalset.track)
-    jobs = evalset.jobs("public")
+    jobs = select_jobs(evalset.jobs(req.split), req.only)
     if req.max_episodes is not None:
         jobs = jobs[: req.max_episodes]
     send(kind="plan", episodes=len(jobs))
@@ -404,6 +427,7 @@ def _child_main(out: TextIO) -> int:
             "message": "",
             **metric_values(track, metrics),
             "trace_hash": trace_hash(actions),
+            "actions": actions,  # the student's own run of a public episode: what `--report` and `replay` draw
             "decisions": len(times),
             "time_mean": sum(times) / len(times),
             "time_max": max(times),
@@ -421,6 +445,19 @@ def _child_main(out: TextIO) -> int:
         again = run(jobs[0])
         send(kind="repeat", same=again.get("trace_hash") == first["trace_hash"], episode=first["episode"])
     return 0
+
+
+def select_jobs(jobs: list[Any], only: list[str] | None) -> list[Any]:
+    """``jobs``, or of them the one episode ``only`` names ([scenario, episode id]); ``ConfigError`` if none is."""
+    if only is None:
+        return jobs
+    chosen = [j for j in jobs if [j.scenario_name, j.episode.id] == list(only)]
+    if not chosen:
+        from layersched.sdk.errors import ConfigError
+
+        known = ", ".join(f"{j.scenario_name}/{j.episode.id}" for j in jobs)
+        raise ConfigError(f"no episode {'/'.join(only)} in the evaluation set (its episodes: {known})")
+    return chosen
 
 
 def metric_values(track: Track, metrics: Any) -> dict[str, float]:
@@ -505,6 +542,7 @@ def run_in_worker_sandbox(
             "status": outcome.status,
             "message": outcome.message,
             "trace_hash": outcome.trace_hash,
+            "actions": list(outcome.actions),
             "stdout": outcome.stdout,
             "stderr": outcome.stderr,
         }

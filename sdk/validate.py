@@ -21,16 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from layersched.sdk.bundle import ENTRY_POINT, Bundle, make_bundle
+from layersched.sdk.bundle import Bundle, make_bundle
 from layersched.sdk.checks import Finding, static_findings
 from layersched.sdk.errors import BundleError
 from layersched.sdk.localrun import (
-    RunRequest,
     run_in_subprocess,
     run_in_worker_sandbox,
-    stage_bundle,
+    staged_request,
     worker_sandbox_available,
 )
+from layersched.sim.episodes import Split
 from layersched.sim.tracks import DEFAULT_TRACK_ID, Track, get_track, track_module
 from layersched.worker.sandbox.limits import SandboxLimits
 
@@ -60,6 +60,7 @@ class ValidationReport:
     track: Track | None = None  # the evaluation set's, once it is read
     stderr_tail: str = ""
     runner: str = ""  # where the scored episodes ran
+    scored: int = 0  # how many of ``episodes`` the score is of (the public split's; ``--report`` plays both)
 
     @property
     def ok(self) -> bool:
@@ -99,10 +100,13 @@ def validate(
     max_episodes: int | None = None,
     on_message: Callable[[dict[str, Any]], None] | None = None,
     use_worker_sandbox: bool | None = None,
+    every_split: bool = False,
 ) -> ValidationReport:
     """All steps; the report's findings say what would fail or be slow on the server.
 
     ``evalset_path`` is a built-in set's name or a file (default: ``sample``, the public board's episodes).
+    ``every_split`` plays the private split's episodes too (``--report`` draws every episode of a sample, whose seeds
+    are public in both splits); the score stays the public split's.
 
     ``use_worker_sandbox`` (default: whenever ``layersched.worker`` is installed) runs the scored episodes through the
     worker's harness; otherwise the child process runs them in-process.
@@ -117,7 +121,8 @@ def validate(
     if not report.ok or report.bundle is None:
         return report
     bundle = report.bundle
-    jobs = evalset.jobs("public")[:max_episodes] if max_episodes is not None else evalset.jobs("public")
+    split: Split | None = None if every_split else "public"
+    jobs = evalset.jobs(split)[:max_episodes] if max_episodes is not None else evalset.jobs(split)
     sandbox = worker_sandbox_available() if use_worker_sandbox is None else use_worker_sandbox
     limits = SandboxLimits(
         decision_seconds=deadline_s,
@@ -126,22 +131,19 @@ def validate(
         startup_seconds=SERVER_LIMITS.startup_seconds,
     )
     with tempfile.TemporaryDirectory(prefix="layersched-validate-") as tmp:
-        staged = stage_bundle(bundle, Path(tmp) / "bundle")
-        workdir = Path(tmp) / "work"
-        workdir.mkdir()
-        request = RunRequest(
-            entry_point=str(staged / ENTRY_POINT),
-            bundle_root=str(staged),
-            bundle_sha256=bundle.sha256,
-            evalset_path=str(evalset_at),
-            deadline_s=limits.decision_seconds,
-            episode_s=limits.episode_seconds,
-            startup_s=limits.startup_seconds,
-            submission_s=limits.submission_seconds,
+        request = staged_request(
+            bundle,
+            Path(tmp),
+            evalset_at,
+            limits,
             max_episodes=max_episodes,
             all_episodes=not sandbox,
             track_module=track_module(evalset.track),
+            split=split,
         )
+        staged = Path(request.bundle_root)
+        workdir = Path(tmp) / "work"
+        workdir.mkdir()
         outcome = run_in_subprocess(request, workdir=workdir, on_message=on_message)
         report.stderr_tail = outcome.stderr_tail
         messages = outcome.messages
@@ -170,7 +172,10 @@ def validate(
     if ended is not None:
         report.findings.append(ended)
     if report.ok and report.episodes and all(e["status"] == "ok" for e in report.episodes):
-        report.rows = _score_rows(track, jobs, report.episodes, evalset.weights)
+        scored = {(j.scenario_name, j.episode.id) for j in jobs if j.episode.split == "public"}
+        public = [e for e in report.episodes if (e["scenario"], e["episode"]) in scored]
+        report.rows = _score_rows(track, [j for j in jobs if j.episode.split == "public"], public, evalset.weights)
+        report.scored = len(public)
     return report
 
 
@@ -277,7 +282,7 @@ def format_report(report: ValidationReport) -> str:
         assert report.track is not None  # rows are scored against the set's track
         reference = report.track.reference_baseline
         scenarios = list(report.rows[0].metric)
-        n = len(report.episodes)
+        n = report.scored or len(report.episodes)
         lines.append("")
         lines.append(
             f"score on {n} public episode{'s' if n != 1 else ''} of {report.evalset_name!r} "

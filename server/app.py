@@ -38,6 +38,7 @@ from layersched.server.routes import (
     pages,
     phases,
     quota,
+    replays,
     signin,
     signin_links,
     submission_views,
@@ -147,6 +148,7 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
         app.include_router(module.router, prefix=API_PREFIX, responses=ERROR_RESPONSES)
     app.include_router(health.router)
     app.include_router(pages.router)
+    app.include_router(replays.router)
     app.include_router(organiser_pages.router)
     app.include_router(signin.router)
     app.include_router(signin_links.router)

@@ -9,6 +9,7 @@ import math
 from html import escape
 
 from layersched.server.schemas import LeaderboardRow
+from layersched.sim.tracks.drawing import ratio_colour
 
 ROW_HEIGHT = 26
 LABEL_WIDTH = 230
@@ -111,9 +112,6 @@ def score_chart(rows: list[LeaderboardRow], *, reference: str, title: str | None
 
 
 def ratio_color(ratio: float | None) -> str:
-    """Green below 1 (better than the reference baseline), red above, white at 1; saturating at +-30%."""
-    if ratio is None or not math.isfinite(ratio):
-        return "#eeeeee"
-    strength = min(abs(math.log(max(ratio, 1e-9))) / math.log(1.3), 1.0)
-    fade = round(255 - 130 * strength)
-    return f"rgb({fade},255,{fade})" if ratio < 1 else f"rgb(255,{fade},{fade})"
+    """Green below 1 (better than the reference baseline), red above, white at 1; saturating at +-30% (the schedule
+    pages' colours, ``layersched.sim.tracks.drawing.ratio_colour``)."""
+    return ratio_colour(ratio)

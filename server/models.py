@@ -18,6 +18,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -254,6 +255,49 @@ class EpisodeResult(Base):
     recorded_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
     evaluation: Mapped[Evaluation] = relationship(back_populates="episodes")
+
+
+class ReplayScenario(Base):
+    """A scenario whose episodes' schedules may be drawn, as its track's wire form: stored once by content hash, for
+    the server to replay public episodes without the evaluation-set files (only workers hold those). Only scenarios
+    that depend on no secret key are stored (``layersched.sim.tracks.schedules.public_workload``)."""
+
+    __tablename__ = "replay_scenarios"
+
+    scenario_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    track: Mapped[str] = mapped_column(String(50))
+    wire: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class ActionTrace(Base):
+    """Accepted actions by the hash of their trace (``trace_hash``), stored once: the reference baseline's run of a
+    public episode, which a replay page draws beside the policy's (computed by the worker the first time one of its
+    evaluations records that episode, instead of by the page's first reader)."""
+
+    __tablename__ = "action_traces"
+
+    trace_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    actions: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class EpisodeActions(Base):
+    """The accepted actions of an episode whose workload is public (seeded, in a scenario without secret keys), so
+    that its schedule can be replayed and drawn; a keyed episode never has a row (``storage.replays``). With them
+    the reference baseline's record on the same episode, for the submission page's per-episode table."""
+
+    __tablename__ = "episode_actions"
+
+    episode_result_id: Mapped[int] = mapped_column(
+        ForeignKey("episode_results.id", ondelete="CASCADE"), primary_key=True
+    )
+    scenario_hash: Mapped[str] = mapped_column(ForeignKey("replay_scenarios.scenario_hash"), index=True)
+    # The episode's workload seed, in decimal (an evaluation set's seeds are any non-negative int).
+    seed: Mapped[str] = mapped_column(Text)
+    # layersched.sim.tracks.schedules.encode_actions: deflated zigzag varints, at most MAX_STORED_BYTES.
+    actions: Mapped[bytes] = mapped_column(LargeBinary)
+    # {"baseline", "metrics": {name: value}, "primary", "trace_hash"} of the track's reference baseline (None: not
+    # known when the episode was recorded).
+    reference: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class BaselineResult(Base):

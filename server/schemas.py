@@ -208,6 +208,9 @@ class LeaderboardRow(BaseModel):
     submitted_at: dt.datetime
     baseline: bool
     members: list[str] = []  # a team's members now, in the order they joined; empty for anyone else
+    # Each of the track's metrics, its mean over the split's episodes, of the row's shown submission (under the
+    # Ladder, the one whose score it shows); empty for a score recorded before boards showed them.
+    metrics: dict[str, float] = {}
 
 
 class TrackDescribed(BaseModel):

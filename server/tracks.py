@@ -8,6 +8,7 @@ modules that ``Settings.track_modules`` lists; ``load_tracks`` registers them wh
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from layersched.server.errors import TrackUnavailable
@@ -36,6 +37,22 @@ def track_fields(track_id: str) -> dict[str, str]:
     """``track``, ``track_title`` and ``reference_baseline`` of ``track_id``, as the API's bodies carry them."""
     track = server_track(track_id)
     return {"track": track.id, "track_title": track.title, "reference_baseline": track.reference_baseline}
+
+
+@dataclass(frozen=True)
+class MetricColumn:
+    """One of a track's metrics as a page's column: its key in the metrics records, its label and unit."""
+
+    name: str
+    label: str
+    unit: str
+    primary: bool
+
+
+def metric_columns(track_id: str) -> list[MetricColumn]:
+    """The track's metrics in its order (``Track.metric_specs``), the primary one marked."""
+    track = server_track(track_id)
+    return [MetricColumn(m.name, m.label, m.unit, m.name == track.primary_metric) for m in track.metric_specs]
 
 
 def with_track(board: dict[str, Any]) -> dict[str, Any]:

@@ -136,8 +136,9 @@ def write_reference_rows(*, session: Session, evalset: EvalSet, records: dict[st
     written = 0
     for name, recs in records.items():
         values = episode_values(recs)
-        public = split_score(evalset, values, reference, "public")
-        private = split_score(evalset, values, reference, "private")
+        metrics = {(r.scenario, r.episode): r.metrics for r in recs}
+        public = split_score(evalset, values, reference, "public", metrics)
+        private = split_score(evalset, values, reference, "private", metrics)
         per_scenario = {sc.name: [v for (s, _), v in values.items() if s == sc.name] for sc in evalset.scenarios}
         row = storage.get_baseline_result(
             session=session, evalset_commitment=evalset.commitment, sim_version=SIM_VERSION, baseline=name

@@ -36,6 +36,7 @@ from layersched.sim.evalset import EpisodeRecord, EvalJob, EvalSet, load_evalset
 from layersched.sim.scoring import ScenarioEpisodes, bootstrap_interval, pair_episodes, score
 from layersched.sim.tracks import get_track
 from layersched.sim.version import SIM_VERSION
+from layersched.worker.replays import PublicEpisodes
 from layersched.worker.sandbox.choice import choose_sandbox
 from layersched.worker.sandbox.limits import SandboxLimits
 from layersched.worker.sandbox.outcomes import EpisodeJob, EpisodeOutcome, SandboxError
@@ -142,7 +143,9 @@ def _job_for(evaluation: Evaluation, job: EvalJob) -> EpisodeJob:
     return EpisodeJob(job.scenario_name, job.scenario, job.episode, seed, track=job.track)
 
 
-def _record(session: Session, evaluation_id: int, job: EvalJob, outcome: EpisodeOutcome) -> None:
+def _record(
+    session: Session, evaluation_id: int, job: EvalJob, outcome: EpisodeOutcome, public: PublicEpisodes
+) -> None:
     record = outcome.metrics
     track = get_track(job.track)
     metrics = None if record is None else {spec.name: float(getattr(record, spec.name)) for spec in track.metric_specs}
@@ -162,16 +165,24 @@ def _record(session: Session, evaluation_id: int, job: EvalJob, outcome: Episode
         n_actions=outcome.n_actions,
         stdout=outcome.stdout,
         stderr=outcome.stderr,
+        replay=public.replay_input(
+            job, outcome.actions, lambda trace: storage.trace_kept(session=session, trace_hash=trace)
+        ),
     )
 
 
 def split_score(
-    evalset: EvalSet, values: dict[tuple[str, str], float], reference: dict[tuple[str, str], float], split: str
+    evalset: EvalSet,
+    values: dict[tuple[str, str], float],
+    reference: dict[tuple[str, str], float],
+    split: str,
+    metrics: dict[tuple[str, str], dict[str, float]] | None = None,
 ) -> dict[str, Any] | None:
     """Score of one leaderboard split with its 95% bootstrap interval, or None if the split has no episodes.
 
     ``values`` and ``reference`` (the track's reference baseline's) map (scenario, episode id) to the episode's
-    primary metric.
+    primary metric. ``metrics`` (each episode's every metric) adds ``"metrics"``: each metric's mean over the
+    split's episodes, the board's secondary columns (an aggregate of the split, as the score is).
     """
     keys = {(job.scenario_name, job.episode.id) for job in evalset.jobs(split)}  # type: ignore[arg-type]
     if not keys:
@@ -181,7 +192,16 @@ def split_score(
     scenarios: list[ScenarioEpisodes] = pair_episodes(evalset.weights, policy, {k: reference[k] for k in keys})
     result = score(scenarios)
     low, high = bootstrap_interval(scenarios)
-    return {"overall": result.overall, "ci_low": low, "ci_high": high, "per_scenario": result.ratios}
+    out: dict[str, Any] = {"overall": result.overall, "ci_low": low, "ci_high": high, "per_scenario": result.ratios}
+    if metrics is not None:
+        out["metrics"] = split_means([metrics[k] for k in sorted(keys) if k in metrics])
+    return out
+
+
+def split_means(episodes: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Each metric's mean over ``episodes`` (a metric some episode lacks is left out)."""
+    names = set.intersection(*(set(m) for m in episodes)) if episodes else set()
+    return {name: sum(m[name] for m in episodes) / len(episodes) for name in sorted(names)}
 
 
 def reference_values(evalset: EvalSet, cache_dir: Path) -> dict[tuple[str, str], float]:
@@ -351,6 +371,7 @@ def _play(
 ) -> EvaluationReport:
     evaluation = storage.get_evaluation(session=session, evaluation_id=evaluation_id)
     done = storage.recorded_episodes(session=session, evaluation_id=evaluation_id)
+    public = PublicEpisodes(evalset, settings.baseline_cache_dir)
     ran = 0
     for job in jobs:
         if (job.scenario_name, job.episode.id) in done:
@@ -362,7 +383,7 @@ def _play(
         if outcome.status == INFRASTRUCTURE_STATUS:
             # Not recorded: the episode did not really run, and the next attempt must run it.
             raise RetryableError(f"{job.scenario_name}/{job.episode.id}: {outcome.message}")
-        _record(session, evaluation_id, job, outcome)
+        _record(session, evaluation_id, job, outcome, public)
         if outcome.status != "ok":
             where = f"scenario {job.scenario_name!r} episode {job.episode.id!r}"
             message = f"{where}: {outcome.message}"
@@ -392,11 +413,12 @@ def _conclude(session: Session, evaluation_id: int, evalset: EvalSet, settings: 
         return EvaluationReport(evaluation_id, "succeeded", ran, verdict["verdict"])
     reference = reference_values(evalset, settings.baseline_cache_dir)
     values = {(r.scenario, r.episode_id): r.primary_value for r in rows if r.primary_value is not None}
+    metrics = {(r.scenario, r.episode_id): r.metrics for r in rows if r.metrics is not None}
     storage.finish_evaluation(
         session=session,
         evaluation_id=evaluation_id,
         state="succeeded",
-        score_public=split_score(evalset, values, reference, "public"),
-        score_private=split_score(evalset, values, reference, "private"),
+        score_public=split_score(evalset, values, reference, "public", metrics),
+        score_private=split_score(evalset, values, reference, "private", metrics),
     )
     return EvaluationReport(evaluation_id, "succeeded", ran)

@@ -211,6 +211,7 @@ class LeaderboardRow:
     submitted_at: str | None = None
     baseline: bool = False
     members: list[str] = field(default_factory=list)  # a team's row: its members; empty otherwise
+    metrics: dict[str, float] = field(default_factory=dict)  # each metric's mean over the split (issue 33)
 
     def is_for(self, name: str) -> bool:
         """Whether this row is the participant ``name``'s: their own, or their team's."""

@@ -11,13 +11,13 @@ or not the id exists, so the pages reveal no more ids than the API does. Only or
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
-from layersched.server import charts, leaderboard, presenters, storage, visibility
+from layersched.server import charts, leaderboard, presenters, replays, storage, visibility
 from layersched.server.deps import PageDep, RowId, SessionDep, SettingsDep
 from layersched.server.errors import Conflict, Forbidden, NotFound
 from layersched.server.models import EvalSet, Phase, Submission, User, utcnow
@@ -25,9 +25,9 @@ from layersched.server.queue_places import QueuePlaces
 from layersched.server.routes.page_auth import PageViewer
 from layersched.server.routes.page_render import message, render
 from layersched.server.routes.signin import signin_page
-from layersched.server.schemas import Leaderboard, Score
+from layersched.server.schemas import Leaderboard, LeaderboardRow, Score
 from layersched.server.tracebacks import split_failure
-from layersched.server.tracks import track_fields
+from layersched.server.tracks import metric_columns, track_fields
 
 router = APIRouter(include_in_schema=False)
 
@@ -59,8 +59,10 @@ def leaderboard_page(
     settings: SettingsDep,
     split: Literal["public", "private"] = "public",
     phase: str | None = None,
+    sort: Annotated[str | None, Query(max_length=60)] = None,
 ) -> HTMLResponse:
-    """The board of one phase, with the list of the phases whose boards the reader may see, each linked."""
+    """The board of one phase, with the list of the phases whose boards the reader may see, each linked; ``sort``
+    orders its rows by one of the track's metrics (``-`` in front: descending), else by score."""
     shown = [p for p in storage.list_phases(session=session) if storage.board_visible(p, viewer)]
     try:
         target = _page_phase(session, phase, shown)
@@ -72,12 +74,17 @@ def leaderboard_page(
     except Forbidden as exc:
         return message(request, "Leaderboard", exc.message, viewer=viewer, status_code=403)
     scenarios = in_set_order(target.evalset, {name for row in board.rows for name in row.per_scenario})
+    columns = metric_columns(board.track)
+    rows, sorted_by = _sorted_rows(board.rows, sort, {c.name for c in columns})
     deadline = settings.submission_deadline
     return render(
         request,
         "leaderboard.html",
         {
             "board": board,
+            "rows": rows,
+            "columns": columns,
+            "sorted_by": sorted_by,
             "scenarios": scenarios,
             "chart": charts.score_chart(board.rows, reference=board.reference_baseline),
             "evalset": target.evalset,
@@ -90,6 +97,17 @@ def leaderboard_page(
         },
         viewer=viewer,
     )
+
+
+def _sorted_rows(rows: list[LeaderboardRow], sort: str | None, metrics: set[str]) -> tuple[list[LeaderboardRow], str]:
+    """The board's rows by the metric ``sort`` names (``-name``: descending; rows without it last), else as ranked;
+    and the order applied (``""``: the ranking)."""
+    name = (sort or "").removeprefix("-")
+    if name not in metrics:
+        return rows, ""
+    present = [r for r in rows if name in r.metrics]
+    present.sort(key=lambda r: r.metrics[name], reverse=(sort or "").startswith("-"))
+    return present + [r for r in rows if name not in r.metrics], sort or ""
 
 
 @router.get("/submissions", response_class=HTMLResponse)
@@ -108,7 +126,7 @@ def submissions_page(request: Request, session: SessionDep, viewer: PageViewer, 
     return render(request, "submissions.html", context, viewer=viewer)
 
 
-def _not_shown(request: Request, viewer: User | None, submission_id: int) -> HTMLResponse:
+def not_shown(request: Request, viewer: User | None, submission_id: int) -> HTMLResponse:
     if viewer is None:
         note = (
             f"Submission {submission_id} is shown to its owner, their team and the organisers only (it is not on the "
@@ -139,11 +157,30 @@ def _score_reference(session: Session, submission: Submission, board: Leaderboar
     return track_fields(evalset.track)["reference_baseline"]
 
 
+def _episode_table(session: Session, submission: Submission, sort: str | None) -> replays.EpisodeTable | None:
+    """The table of the primary evaluation's episodes with a public workload (None: it has none)."""
+    evaluation = storage.primary_evaluation(submission)
+    if evaluation is None:
+        return None
+    try:
+        track = storage.get_evalset(session=session, name=evaluation.evalset_name).track
+    except NotFound:  # its set is not registered any more: nothing to say which track draws it
+        return None
+    table = replays.episode_table(session, evaluation, track, base_url=f"/submissions/{submission.id}", sort=sort)
+    return table if table.count else None
+
+
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
 def submission_page(
-    request: Request, session: SessionDep, viewer: PageViewer, settings: SettingsDep, submission_id: RowId
+    request: Request,
+    session: SessionDep,
+    viewer: PageViewer,
+    settings: SettingsDep,
+    submission_id: RowId,
+    sort: Annotated[str | None, Query(max_length=60)] = None,
 ) -> HTMLResponse:
-    """Owners and organisers see everything, with the per-episode log; anyone sees a submission on the leaderboard."""
+    """Owners and organisers see everything, with the per-episode log and the table of the episodes whose workload
+    is public (``sort``: its column); anyone sees a submission on the leaderboard."""
     try:
         submission = storage.get_submission(session=session, submission_id=submission_id, viewer=viewer)
         full = True
@@ -151,12 +188,12 @@ def submission_page(
         try:
             submission = storage.load_submission(session=session, submission_id=submission_id)
         except NotFound:
-            return _not_shown(request, viewer, submission_id)  # as for one that exists: ids stay unrevealed
+            return not_shown(request, viewer, submission_id)  # as for one that exists: ids stay unrevealed
         full = False
     # The board of its phase (one the reader may not see has no rows for them: nothing of it is ranked).
     view = leaderboard.public_view(session=session, viewer=viewer, phase=submission.phase)
     if not full and view.rank(submission_id) is None:
-        return _not_shown(request, viewer, submission_id)
+        return not_shown(request, viewer, submission_id)
     public = presenters.submission_public(
         submission, viewer=viewer, view=view, queue=QueuePlaces(session, settings) if full else None
     )
@@ -186,6 +223,7 @@ def submission_page(
             "reference": board.reference_baseline if not full else _score_reference(session, submission, board),
             "chart": charts.score_chart([row], reference=board.reference_baseline) if row else "",
             "logs": presenters.submission_logs(submission, reader) if full else [],
+            "episodes": _episode_table(session, submission, sort) if full else None,
             "failure": split_failure(public.error.message) if full and public.error else None,
             "scenarios": in_set_order(
                 submission.phase.evalset, set(public.score.per_scenario) if public.score else set()

@@ -9,6 +9,7 @@ change state commit before returning, so each is one transaction.
 - ``evaluations``: the queued row, the worker's claim, episode results and the end (idempotent for redeliveries);
 - ``phases``: the challenge's phases (set, times, quota, board visibility) and which one an upload is for;
 - ``leaderboard``: each phase's frozen/published state and its boards' queries;
+- ``replays``: what is kept of episodes whose workload is public, for their schedules to be drawn;
 - ``teams``: creating, inviting to, joining and leaving teams; ``members``: who competes with whom now, and the
   row locks that order a competitor's changes; ``quota``: what a competitor used of a phase's quota.
 
@@ -86,6 +87,14 @@ from layersched.server.storage.phases import (
     reveal_evalset,
 )
 from layersched.server.storage.quota import count_in_flight, count_submissions_today, phase_quota
+from layersched.server.storage.replays import (
+    ReplayInput,
+    StoredReplay,
+    episode_replay,
+    public_references,
+    stored_bytes,
+    trace_kept,
+)
 from layersched.server.storage.reruns import create_audit, create_rerun
 from layersched.server.storage.submissions import (
     cancel_submission,
@@ -125,7 +134,9 @@ __all__ = [
     "Limits",
     "NotFound",
     "PhaseChanges",
+    "ReplayInput",
     "ScoredEntry",
+    "StoredReplay",
     "apply_challenge",
     "assign_member",
     "authenticate",
@@ -148,6 +159,7 @@ __all__ = [
     "disqualify_submission",
     "edit_phase",
     "end_page_sessions",
+    "episode_replay",
     "evaluation_scores",
     "expire_stuck_evaluations",
     "export_challenge",
@@ -188,6 +200,7 @@ __all__ = [
     "phase_quota",
     "phase_state",
     "primary_evaluation",
+    "public_references",
     "publish_private",
     "record_episode_result",
     "record_sandbox",
@@ -203,8 +216,10 @@ __all__ = [
     "select_submission",
     "set_leaderboard_frozen",
     "start_evaluation",
+    "stored_bytes",
     "team_members",
     "team_of",
+    "trace_kept",
     "unselect_submission",
     "upsert_baseline_result",
 ]

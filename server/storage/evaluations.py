@@ -26,6 +26,7 @@ from layersched.server.models import (
     User,
     utcnow,
 )
+from layersched.server.storage.replays import ReplayInput, write_episode_actions
 from layersched.server.storage.webhooks import record_evaluation_end
 
 INFRASTRUCTURE = "infrastructure"
@@ -165,11 +166,13 @@ def record_episode_result(
     stdout: str | None = None,
     stderr: str | None = None,
     now: dt.datetime | None = None,
+    replay: ReplayInput | None = None,
 ) -> EpisodeResult:
     """Write one episode's outcome (an upsert on (evaluation, scenario, episode)) and update the progress.
 
     ``hidden`` episodes (keyed workloads) drop stdout and stderr here, whatever the worker passes; their
-    ``message`` is kept for organisers (participants see ``status`` and ``step`` only: ``presenters``).
+    ``message`` is kept for organisers (participants see ``status`` and ``step`` only: ``presenters``). ``replay``
+    (an episode with a public workload: its accepted actions) is kept in the same transaction, never a hidden one's.
     """
     values: dict[str, Any] = {
         "evaluation_id": evaluation_id,
@@ -204,16 +207,20 @@ def record_episode_result(
         session.rollback()
         raise NotFound(f"evaluation {evaluation_id} does not exist")
     session.execute(statement)
-    evaluation.progress_done = _count_episodes(session, evaluation_id)
-    evaluation.public_progress_done = _count_episodes(session, evaluation_id, hidden=False)
-    session.commit()
-    row = session.scalar(
-        select(EpisodeResult).where(
+    row_id = session.scalar(
+        select(EpisodeResult.id).where(
             EpisodeResult.evaluation_id == evaluation_id,
             EpisodeResult.scenario == scenario,
             EpisodeResult.episode_id == episode_id,
         )
     )
+    assert row_id is not None
+    if replay is not None:
+        write_episode_actions(session=session, episode_result_id=row_id, hidden=hidden, replay=replay)
+    evaluation.progress_done = _count_episodes(session, evaluation_id)
+    evaluation.public_progress_done = _count_episodes(session, evaluation_id, hidden=False)
+    session.commit()
+    row = session.get(EpisodeResult, row_id)
     assert row is not None
     session.refresh(row)
     return row

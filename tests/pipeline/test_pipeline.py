@@ -10,7 +10,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from layersched.server import storage
 from layersched.server.config import Settings
 from layersched.server.models import EpisodeResult
-from layersched.sim.evalset import evaluate_policy, load_evalset
+from layersched.sim.episodes import trace_hash
+from layersched.sim.evalset import evaluate_policy, load_evalset, score_baselines
 from layersched.sim.tracks.layers_v1.baselines import BASELINES
 from layersched.worker.pipeline import RetryableError, run_evaluation
 from layersched.worker.sandbox.runner import open_sandbox
@@ -55,6 +56,27 @@ def test_greedy_submission_is_scored_exactly_like_the_trusted_simulator(
     # Greedy against Greedy's reference: 1.0 unless a tie was broken the other way by the other rng.
     assert done.score_public["overall"] == pytest.approx(1.0, abs=0.01)
     assert done.score_public["ci_low"] <= done.score_public["overall"] <= done.score_public["ci_high"]
+    # The board's metric columns: each metric's mean over the split's episodes.
+    public = [r for r in expected if r.split == "public"]
+    assert done.score_public["metrics"]["cloud_share"] == pytest.approx(sum(r.cloud_share for r in public) / 4)
+    # Every sample episode is seeded: each keeps its accepted actions (hashing to its trace) and Greedy's record.
+    greedy = {
+        (r.scenario, r.episode): r for r in score_baselines(load_evalset(SAMPLE), settings.baseline_cache_dir)["Greedy"]
+    }
+    with sessions() as session:
+        for key, row in rows.items():
+            stored = storage.episode_replay(session=session, episode_result_id=row.id)
+            assert stored is not None and (stored.track, stored.seed) == ("layers-v1", int(key[1].removeprefix("seed")))
+            assert trace_hash(stored.actions) == row.trace_hash and len(stored.actions) == row.n_actions == 300
+            assert (
+                stored.reference_actions is not None and trace_hash(stored.reference_actions) == greedy[key].trace_hash
+            )
+            assert stored.reference == {
+                "baseline": "Greedy",
+                "metrics": greedy[key].metrics,
+                "primary": greedy[key].primary,
+                "trace_hash": greedy[key].trace_hash,
+            }
 
 
 def test_killed_evaluation_resumes_where_it_stopped_with_the_same_actions(

@@ -237,6 +237,24 @@ def _students_read_their_standing(stack: Stack, tokens: dict[str, str], ids: dic
     lines = html.unescape(shown.group(1)).splitlines()
     assert lines[-1] == "ModuleNotFoundError: No module named 'gymnasium'"
     assert all("/bundle/" in line for line in lines if line.startswith("  File "))
+    _schedules_are_drawn_of_public_episodes_only(stack, tokens, ids)
+
+
+def _schedules_are_drawn_of_public_episodes_only(stack: Stack, tokens: dict[str, str], ids: dict[str, int]) -> None:
+    """Issue 33 on the production topology: the dev phase's episodes are the sample's, seeded: the worker kept their
+    actions and each replays on the API beside SJF's (drawn only if the replay reproduces the recorded trace); the
+    final phase's are keyed: none is listed or drawn, to its owner or anyone."""
+    with httpx.Client(base_url=stack.api_url, headers={"Authorization": f"Bearer {tokens['cem']}"}) as cem:
+        page = cem.get(f"/submissions/{ids['Tetris*']}").text
+        links = re.findall(rf'href="(/submissions/{ids["Tetris*"]}/episodes/[^"]+)"', page)
+        assert len(links) == 15, page  # jobs-sample: 3 scenarios x 5 seeded episodes, both splits
+        replay = cem.get(links[0], timeout=30)
+        assert replay.status_code == 200 and 'data-panel="SJF"' in replay.text and "<script" not in replay.text
+    with httpx.Client(base_url=stack.api_url, headers={"Authorization": f"Bearer {tokens['ada']}"}) as ada:
+        keyed = ada.get(f"/submissions/{ids['ada']}").text
+        assert 'id="episode-table"' not in keyed
+        hidden = ada.get(f"/submissions/{ids['ada']}/episodes/paper-0.7/pub000")
+        assert hidden.status_code == 404 and "no schedule is kept for this episode" in hidden.text
 
 
 def _organiser_ends_the_final(

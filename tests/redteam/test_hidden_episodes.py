@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import re
 import secrets
 import warnings
 from collections.abc import Iterator
@@ -29,6 +31,7 @@ from layersched.server.models import EpisodeResult, Evaluation, User
 from layersched.sim.evalset import load_evalset
 from layersched.worker.pipeline import run_evaluation
 from tests.redteam.conftest_policies import (  # noqa: F401 - fixtures, registered by being imported
+    GREEDY,
     POLICIES,
     healthy_host,
     sandbox_image,
@@ -75,8 +78,10 @@ class World:
             self.organiser = storage.issue_token(session=session, user_id=organiser.id)[1]
         self.client = TestClient(create_app(self.settings, enqueuer=Captured()))
 
-    def evaluate(self, policy: str) -> tuple[int, Evaluation, list[EpisodeResult]]:
-        data = (POLICIES / policy / "policy.py").read_bytes()
+    def evaluate(self, policy: str | Path) -> tuple[int, Evaluation, list[EpisodeResult]]:
+        """Evaluate the red team's policy ``policy`` (a folder name) or the policy file ``policy``."""
+        source = policy if isinstance(policy, Path) else POLICIES / policy / "policy.py"
+        data = source.read_bytes()
         store_bundle(data, bundle_dir=self.settings.bundle_dir)
         with self.sessions() as session:
             owner = session.scalar(select(User).where(User.name == "student"))
@@ -84,7 +89,7 @@ class World:
             submission, evaluation = storage.create_submission(
                 session=session,
                 owner=owner,
-                name=policy,
+                name=source.parent.name,
                 description="",
                 bundle_sha256=hashlib.sha256(data).hexdigest(),
                 bundle_format="py",
@@ -211,3 +216,65 @@ def test_audit_lines_about_hidden_episodes_name_no_metric(world: World) -> None:
 def _copy(row: EpisodeResult, **changes: Any) -> EpisodeResult:
     fields = {c.name: getattr(row, c.name) for c in EpisodeResult.__table__.columns}
     return EpisodeResult(**{**fields, **changes})
+
+
+def _texts_of(world: World, episode: EpisodeResult, bundle_sha256: str) -> list[str]:
+    """What keeping or drawing the hidden episode's schedule would carry: its actions as the trace hashes them (the
+    greedy policy replayed in-process from the key: the in-process run is the sandboxed run) and, where its track
+    draws schedules, every hover text of them."""
+    import random
+
+    from layersched.sim.episodes import policy_seed, trace_hash
+    from layersched.sim.tracks import get_track
+    from layersched.sim.tracks.schedules import schedule_views
+
+    evalset = load_evalset(world.settings.evalset_path)
+    job = next(job for job in evalset.jobs() if job.episode.id == episode.episode_id)
+    track = get_track(evalset.track)
+    policy = track.baseline("Greedy")
+    rng = random.Random(policy_seed(bundle_sha256, track.scenario_hash(job.scenario), episode.episode_id))
+    actions = track.run_episode(job.scenario, policy, job.episode.workload_rng(), rng).actions
+    assert trace_hash(actions) == episode.trace_hash, "the sandboxed run's actions, recomputed"
+    texts = [",".join(map(str, actions[i : i + 12])) for i in range(0, len(actions) - 12, 6)]
+    views = schedule_views(track)
+    if views is not None:
+        record = views.replay(job.scenario, job.episode.workload_rng(), actions)
+        for figure in views.figures(record):
+            texts += [t for t in re.findall(r"<title>([^<]*)</title>", figure.svg) if "task" in t or "job" in t]
+    return texts
+
+
+def test_no_route_page_export_or_log_carries_a_keyed_episodes_actions_or_schedule(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The real pipeline (Docker sandbox) on a set with two keyed episodes and a seeded one: only the seeded one
+    keeps its actions; nothing of the keyed ones' actions or schedules is in a log line, an API answer, a page or a
+    replay page, for the participant as for an organiser."""
+    from layersched.server.models import EpisodeActions
+
+    world = World(tmp_path, keyed_set(tmp_path / "keyed.toml", unkeyed_last=True))
+    try:
+        with caplog.at_level(logging.DEBUG):
+            submission_id, evaluation, episodes = world.evaluate(GREEDY / "policy.py")
+        assert evaluation.state == "succeeded", evaluation.error_message
+        with world.sessions() as session:
+            kept = session.scalars(select(EpisodeActions.episode_result_id)).all()
+        assert sorted(kept) == [e.id for e in episodes if not e.hidden] and len(kept) == 1
+        bundle = hashlib.sha256((GREEDY / "policy.py").read_bytes()).hexdigest()
+        texts = [t for e in episodes if e.hidden for t in _texts_of(world, e, bundle)]
+        assert len(texts) >= 10
+        logs = "\n".join(record.getMessage() for record in caplog.records)
+        for token in (world.student, world.organiser):
+            headers = {"Authorization": f"Bearer {token}"}
+            bodies = [world.read(token, submission_id), world.client.get("/", headers=headers).text]
+            for episode_id in ("hidden-pub", "hidden-priv", "seed5"):
+                page = world.client.get(f"/submissions/{submission_id}/episodes/lab-40/{episode_id}", headers=headers)
+                assert page.status_code == 404 or episode_id == "seed5", page.text
+                bodies.append(page.text)
+            if token == world.organiser:
+                bodies.append(world.client.get(f"/api/v1/admin/evaluations/{evaluation.id}", headers=headers).text)
+            for body in [*bodies, logs]:
+                for text in texts:
+                    assert text not in body
+    finally:
+        world.close()

@@ -144,6 +144,7 @@ class EpisodeDriver:
             stdout_dropped=out_dropped,
             stderr_dropped=err_dropped,
             timing=timing,
+            actions=tuple(self.actions),
         )
 
     def play(self) -> EpisodeOutcome:

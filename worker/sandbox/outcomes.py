@@ -89,3 +89,6 @@ class EpisodeOutcome:
     stdout_dropped: int = 0
     stderr_dropped: int = 0
     timing: EpisodeTiming | None = None
+    # The accepted actions themselves (trusted: checked by the simulator), in order: what ``trace_hash`` hashes.
+    # The pipeline keeps them only for an episode whose workload is public (issue 33).
+    actions: tuple[int, ...] = ()

@@ -23,6 +23,7 @@ from layersched.sim.errors import PolicyError
 from layersched.sim.tracks.interface import MetricSpec, Policy, Track
 from layersched.sim.tracks.jobs_v1.baselines import BASELINES
 from layersched.sim.tracks.jobs_v1.metrics import METRIC_SPECS, JobsMetrics
+from layersched.sim.tracks.jobs_v1.render import JobsViews
 from layersched.sim.tracks.jobs_v1.sandbox import DrawnSimulator, JobsReplica, JobsSimulator
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
 from layersched.sim.tracks.jobs_v1.workload import draw_jobs, workload_state
@@ -73,6 +74,8 @@ class JobsTrack(IntegerScenarios):
     # SJF as the template, and DeepRM_Plus's recipe (train.py: behaviour cloning of SJF, then policy gradient).
     starter = ("layersched.sim.tracks.jobs_v1", "starter")
     scenario_type = JobsScenario
+    # Replays and draws schedules (layersched.sim.tracks.schedules): the pages' and `layersched replay`'s views.
+    schedules = JobsViews()
     # As IntegerScenarios computes it, but a class attribute, as the Track protocol declares it.
     scenario_keys = frozenset(f.name for f in fields(JobsScenario))
 
@@ -132,10 +135,10 @@ class JobsTrack(IntegerScenarios):
             max_decisions=5,
         )
 
-    def make_gym_env(self, scenario: JobsScenario | None = None) -> Any:
+    def make_gym_env(self, scenario: JobsScenario | None = None, render_mode: str | None = None) -> Any:
         from layersched.sim.tracks.jobs_v1.gym_env import JobsGymEnv  # gymnasium is optional
 
-        return JobsGymEnv(scenario)
+        return JobsGymEnv(scenario, render_mode=render_mode)
 
 
 TRACK: Track = JobsTrack()  # typed, so mypy checks that the class has all of the interface

@@ -9,6 +9,9 @@ nothing) ends the episode as the sandbox ends it: ``truncated``, with ``info["in
 
 ``reset(seed=N)`` plays the episode ``{ seed = N }`` (the reference's workload of seed N); later resets without a
 seed draw their workloads from the generator that seed set.
+
+``render_mode="rgb_array"`` renders the episode so far as DeepRM's occupancy image over the whole episode (the
+track's schedule record, as the pages draw it: each job in a colour of its own), ``"ansi"`` as text.
 """
 
 from __future__ import annotations
@@ -23,20 +26,27 @@ from gymnasium import spaces
 from layersched.sim.episodes import SeededRandom
 from layersched.sim.errors import PolicyError
 from layersched.sim.tracks.jobs_v1.env import JobsEnv
+from layersched.sim.tracks.jobs_v1.render import JobsViews
 from layersched.sim.tracks.jobs_v1.sandbox import check_reply
 from layersched.sim.tracks.jobs_v1.scenario import JobsScenario
+from layersched.sim.tracks.jobs_v1.schedule import JobsRecorder
 from layersched.sim.tracks.jobs_v1.view import JobsView, image_width
 from layersched.sim.tracks.jobs_v1.workload import SEED_WORDS, JobDraw, RandomState, workload_state
 
 ObsType = npt.NDArray[np.float32]
+VIEWS = JobsViews()
 
 
 class JobsGymEnv(gym.Env[ObsType, np.int64]):
     """One jobs-v1 episode per ``reset``."""
 
-    metadata = {"render_modes": []}  # noqa: RUF012  # gymnasium declares it as a class attribute
+    metadata = {"render_modes": ["rgb_array", "ansi"], "render_fps": 4}  # noqa: RUF012  # gymnasium's class attribute
 
-    def __init__(self, scenario: JobsScenario | None = None) -> None:
+    def __init__(self, scenario: JobsScenario | None = None, render_mode: str | None = None) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+        self.render_mode = render_mode
+        self._recorder: JobsRecorder | None = None
         s = self.scenario = scenario if scenario is not None else JobsScenario()
         self.observation_space = spaces.Box(0.0, 1.0, (s.time_horizon, image_width(s)), dtype=np.float32)
         self.action_space: spaces.Discrete = spaces.Discrete(s.num_nw + 1)
@@ -53,6 +63,7 @@ class JobsGymEnv(gym.Env[ObsType, np.int64]):
             words = self.np_random.integers(1 << 32, size=SEED_WORDS)
             state = RandomState([int(word) for word in words])
         env = self._env = JobsEnv(self.scenario, JobDraw(self.scenario, state))
+        self._recorder = JobsRecorder(env)
         self._decisions = 0
         env.settle()
         return self._observe(env)
@@ -72,10 +83,19 @@ class JobsGymEnv(gym.Env[ObsType, np.int64]):
             return obs, 0.0, False, True, {**info, "invalid_action": str(exc)}
         passed = env.time  # one reward per time step
         self._decisions += 1
+        assert self._recorder is not None
+        self._recorder.before(checked)
         env.act(checked)
         env.settle()
         obs, info = self._observe(env)
         return obs, float(sum(env.rewards[passed:])), env.done, False, info
+
+    def render(self) -> Any:
+        """The episode so far as ``render_mode`` asks (None without one)."""
+        if self.render_mode is None or self._recorder is None:
+            return None
+        record = self._recorder.record()
+        return VIEWS.ansi(record) if self.render_mode == "ansi" else VIEWS.rgb_array(record)
 
     def action_masks(self) -> npt.NDArray[np.bool_]:
         if self._env is None:

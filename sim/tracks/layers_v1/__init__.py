@@ -29,6 +29,7 @@ from layersched.sim.tracks.layers_v1 import schema
 from layersched.sim.tracks.layers_v1.baselines import BASELINES, get_baseline
 from layersched.sim.tracks.layers_v1.env import ClusterEnv
 from layersched.sim.tracks.layers_v1.episode import EpisodeResult, run_episode
+from layersched.sim.tracks.layers_v1.render import LayersViews
 from layersched.sim.tracks.layers_v1.replay import ReplayEnv
 from layersched.sim.tracks.layers_v1.sandbox import LayersReplica, LayersSimulator, scenario_from_wire, scenario_to_wire
 from layersched.sim.tracks.layers_v1.scenario import RULES_HASH, Scenario
@@ -64,6 +65,8 @@ class LayersTrack:
     rules_hash = RULES_HASH  # package_rules_hash of this package, computed once beside the scenario hash
     # Greedy as the template, REINFORCE and imitation+RL to train it: starter/README.md.
     starter = ("layersched.sim.tracks.layers_v1", "starter")
+    # Replays and draws schedules (layersched.sim.tracks.schedules): the pages' and `layersched replay`'s views.
+    schedules = LayersViews()
 
     scenario_keys = schema.SCENARIO_KEYS
     evalset_tables = schema.TABLES
@@ -150,10 +153,10 @@ class LayersTrack:
         simulator, replica = self.simulator(scenario), self.replica(scenario)
         play_episode(simulator, replica, no_floats, random.Random(0), random.Random(0), max_decisions=5)
 
-    def make_gym_env(self, scenario: Scenario | None = None) -> Any:
+    def make_gym_env(self, scenario: Scenario | None = None, render_mode: str | None = None) -> Any:
         from layersched.sim.tracks.layers_v1.gym_env import LayerSchedEnv  # gymnasium is optional
 
-        return LayerSchedEnv(scenario)
+        return LayerSchedEnv(scenario, render_mode=render_mode)
 
 
 TRACK: Track = LayersTrack()  # typed, so mypy checks that the class has all of the interface

@@ -19,6 +19,7 @@ from layersched.sim.tracks.interface import MetricSpec, Policy, Track
 from layersched.sim.tracks.play import play_episode
 from layersched.sim.tracks.workflows_v1.baselines import BASELINES
 from layersched.sim.tracks.workflows_v1.env import WorkflowMetrics
+from layersched.sim.tracks.workflows_v1.render import WorkflowsViews
 from layersched.sim.tracks.workflows_v1.sandbox import WorkflowReplica, WorkflowSimulator, WorkflowTrusted
 from layersched.sim.tracks.workflows_v1.scenario import WorkflowScenario
 from layersched.sim.tracks.workflows_v1.schema import WorkflowSchema
@@ -64,6 +65,8 @@ class WorkflowsTrack(WorkflowSchema):
     rules_hash = package_rules_hash(Path(__file__).parent)
     # start-now EFT as the template, seed 004's GCN (plain torch) and its training recipe: starter/README.md.
     starter = ("layersched.sim.tracks.workflows_v1", "starter")
+    # Replays and draws schedules (layersched.sim.tracks.schedules): the pages' and `layersched replay`'s views.
+    schedules = WorkflowsViews()
 
     def baseline(self, name: str) -> Policy:
         try:
@@ -119,10 +122,10 @@ class WorkflowsTrack(WorkflowSchema):
             max_decisions=20,
         )
 
-    def make_gym_env(self, scenario: WorkflowScenario | None = None) -> Any:
+    def make_gym_env(self, scenario: WorkflowScenario | None = None, render_mode: str | None = None) -> Any:
         from layersched.sim.tracks.workflows_v1.gym_env import WorkflowGymEnv  # gymnasium is optional
 
-        return WorkflowGymEnv(scenario)
+        return WorkflowGymEnv(scenario, render_mode=render_mode)
 
 
 class WorkflowRun:

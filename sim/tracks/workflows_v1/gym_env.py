@@ -14,6 +14,9 @@ One decision per ``step``, the track's own decisions, its view built as the sand
 * **Reward**: minus the growth of the summed completion times (each arrived workflow adds the time it has been in the
   system), over 1000 s: the episode's return is exactly minus its workflows' total completion time / 1000, so a
   higher return is a lower mean completion time.
+* **Render**: ``render_mode="rgb_array"``: the tasks per VM so far, coloured by workflow (the track's schedule
+  record, as the pages draw it; each VM's lane keeps its height, so every frame has one size); ``"ansi"``: each VM's
+  busy cores as text, with the schedule's summary.
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
+from layersched.sim.tracks.workflows_v1.render import WorkflowsViews
 from layersched.sim.tracks.workflows_v1.sandbox import WorkflowTrusted
 from layersched.sim.tracks.workflows_v1.scenario import WorkflowScenario
+from layersched.sim.tracks.workflows_v1.schedule import schedule_of
 from layersched.sim.tracks.workflows_v1.view import WAIT, ViewKeeper, WorkflowView
 
 N_NODE_FEATURES = 9
@@ -36,12 +41,13 @@ STATUS = {"waiting": 0, "queued": 1, "running": 2, "done": 3}
 Obs = dict[str, npt.NDArray[Any]]
 # Finite bounds far beyond any reachable value keep env_checker content (it warns on infinite ones).
 _BOUND = 1e9
+VIEWS = WorkflowsViews()
 
 
 class WorkflowGymEnv(gym.Env[Obs, np.int64]):
     """One episode of ``scenario`` per ``reset`` (the workload seeded from gymnasium's generator)."""
 
-    metadata = {"render_modes": []}  # noqa: RUF012  # gymnasium declares it as a class attribute
+    metadata = {"render_modes": ["rgb_array", "ansi"], "render_fps": 4}  # noqa: RUF012  # gymnasium's class attribute
 
     def __init__(
         self,
@@ -50,7 +56,12 @@ class WorkflowGymEnv(gym.Env[Obs, np.int64]):
         max_tasks: int = 512,
         max_edges: int = 2048,
         max_candidates: int = 64,
+        render_mode: str | None = None,
     ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+        self.render_mode = render_mode
+        self._actions: list[int] = []  # the track's accepted actions of the episode (what render replays)
         self.scenario = scenario or WorkflowScenario()
         self.max_tasks, self.max_edges, self.max_candidates = max_tasks, max_edges, max_candidates
         n_vms = self.n_vms = self.scenario.n_vms
@@ -82,6 +93,7 @@ class WorkflowGymEnv(gym.Env[Obs, np.int64]):
         self.workload_seed = int(self.np_random.integers(2**63 - 1))
         self._trusted = WorkflowTrusted(self.scenario, random.Random(self.workload_seed))
         self._keeper = ViewKeeper(self._trusted.start_message())
+        self._actions = []
         payload = self._trusted.first_decision()
         assert payload is not None  # every workflow has a task: there is always a first decision
         self._keeper.apply(payload)
@@ -97,7 +109,9 @@ class WorkflowGymEnv(gym.Env[Obs, np.int64]):
             a = int(np.flatnonzero(self._mask)[0])
         track_action = WAIT if a == 0 else a - 1  # the track's numbering, past the WAIT slot
         payloads: list[Any] = []
-        more = self._trusted.advance(self._trusted.check(track_action, 0), payloads.append)
+        checked = self._trusted.check(track_action, len(self._actions))
+        self._actions.append(checked)
+        more = self._trusted.advance(checked, payloads.append)
         if more:
             self._keeper.apply(payloads[0])
         total = self._completion_sum()
@@ -108,6 +122,13 @@ class WorkflowGymEnv(gym.Env[Obs, np.int64]):
             self._mask[0] = 1
             return self._empty(), reward, True, False, {"action_mask": self._mask.copy(), "replaced": replaced}
         return self._observe(), reward, False, False, self._info(replaced)
+
+    def render(self) -> Any:
+        """The episode so far as ``render_mode`` asks (None without one)."""
+        if self.render_mode is None or self._trusted is None:
+            return None
+        record = schedule_of(self._trusted.episode, self._actions)
+        return VIEWS.ansi(record) if self.render_mode == "ansi" else VIEWS.rgb_array(record)
 
     @property
     def view(self) -> WorkflowView:
