@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from layersched.sdk.progress import format_bytes
 from layersched.sdk.sandbox_modules import sandbox_has, sandbox_holds
 from layersched.sim.errors import PolicyError
 from layersched.sim.tracks import DEFAULT_TRACK_ID, Track, get_track
-from layersched.sim.tracks.signature import argument_names, signature_problem
+from layersched.sim.tracks.signature import in_own_names, parameter_names, signature_problem
 
 Level = Literal["ok", "warning", "error"]
 
@@ -289,20 +288,7 @@ def check_policy(
     try:
         checked.check_policy(call, scenario)
     except PolicyError as exc:
-        raise PolicyCheckError(in_own_names(str(exc), arguments, policy)) from None
-
-
-def in_own_names(message: str, arguments: str, policy: Callable[..., Any]) -> str:
-    """``message`` with the contract's argument names, where it uses them as code (``view.action(c, v)``,
-    ``candidates[c]``), in the policy's own (``obs.action(c, v)`` for ``def policy(obs, tasks, rng)``)."""
-    try:
-        own = [p.name for p in inspect.signature(policy).parameters.values()]
-    except (TypeError, ValueError):
-        return message
-    for contract, name in zip(argument_names(arguments), own, strict=False):
-        if name != contract:
-            message = re.sub(rf"\b{re.escape(contract)}(?=[.\[])", name, message)
-    return message
+        raise PolicyCheckError(in_own_names(str(exc), arguments, parameter_names(policy))) from None
 
 
 def describe_path(path: Path) -> str:

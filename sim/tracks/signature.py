@@ -1,13 +1,18 @@
-"""Whether a policy's ``def`` can take its track's arguments, read from source without running it.
+"""A policy's signature against its track's arguments: whether its ``def`` can take them (read from source without
+running it), and the track's error messages in the policy's own parameter names.
 
 The server's upload check (``layersched.server.bundles``) and the student's ``layersched validate``
-(``layersched.sdk.checks``) apply this one rule, so both refuse the same files.
+(``layersched.sdk.checks``) apply the one rule, so both refuse the same files; ``validate`` and the sandbox's
+evaluation (``layersched.worker.sandbox``) word a refused reply alike, in the names the student wrote.
 """
 
 from __future__ import annotations
 
 import ast
+import inspect
 import re
+from collections.abc import Callable, Sequence
+from typing import Any
 
 _ARGUMENTS = re.compile(r"\(\s*([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)\s*\)")
 
@@ -37,3 +42,38 @@ def signature_problem(node: ast.FunctionDef, policy_arguments: str) -> str | Non
     count = {1: "one", 2: "two", 3: "three", 4: "four"}.get(len(wanted), str(len(wanted)))
     plural = "argument" if len(wanted) == 1 else "arguments"
     return f"policy({shown}) must accept {count} positional {plural} {policy_arguments}"
+
+
+# What a policy's parameter names may be when they travel from the sandbox (where the policy ran and could have
+# forged them) to the worker: identifiers of a bounded length, a bounded number of them. Anything else is dropped.
+MAX_PARAMETER_NAMES = 8
+MAX_PARAMETER_NAME_CHARS = 64
+
+
+def parameter_names(policy: Callable[..., Any]) -> tuple[str, ...]:
+    """The names of ``policy``'s parameters, in order (empty when it has no signature Python can read)."""
+    try:
+        names = [p.name for p in inspect.signature(policy).parameters.values()]
+    except (TypeError, ValueError):
+        return ()
+    return checked_parameter_names(names)
+
+
+def checked_parameter_names(names: object) -> tuple[str, ...]:
+    """``names`` if it is a short list of short identifiers, else nothing: the sandbox reports them and the policy
+    ran there, so they are read as any other text from the sandbox."""
+    if not isinstance(names, (list, tuple)) or len(names) > MAX_PARAMETER_NAMES:
+        return ()
+    if not all(isinstance(n, str) and n.isidentifier() and len(n) <= MAX_PARAMETER_NAME_CHARS for n in names):
+        return ()
+    return tuple(names)
+
+
+def in_own_names(message: str, policy_arguments: str, own: Sequence[str]) -> str:
+    """``message`` with the contract's argument names, where it uses them as code (``view.action(c, v)``,
+    ``candidates[c]``), in the policy's own ``own`` names (``obs.action(c, v)`` for ``def policy(obs, tasks, rng)``).
+    """
+    for contract, name in zip(argument_names(policy_arguments), own, strict=False):
+        if name != contract:
+            message = re.sub(rf"\b{re.escape(contract)}(?=[.\[])", name, message)
+    return message

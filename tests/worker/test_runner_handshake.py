@@ -19,7 +19,15 @@ from layersched.worker.sandbox.run_dirs import SOCKET_NAME
 from layersched.worker.sandbox.runner import SandboxSession
 
 POLICY = Path(__file__).parent / "policies" / "greedy"
-READY = {"type": "ready", "python": "3.11", "numpy": "2", "torch": None, "preloaded": [], "import_seconds": 0.1}
+READY = {
+    "type": "ready",
+    "python": "3.11",
+    "numpy": "2",
+    "torch": None,
+    "preloaded": [],
+    "import_seconds": 0.1,
+    "parameters": [],
+}
 NO_OUTPUT = {"stdout_bytes": 0, "stderr_bytes": 0, "stdout_dropped": 0, "stderr_dropped": 0}
 
 
@@ -80,7 +88,33 @@ def start(script: Callable[[str], list[bytes]]) -> SandboxSession:
 def test_a_harness_that_echoes_the_nonce_is_ready() -> None:
     with start(lambda nonce: [sim(nonce), frame(READY)]) as session:
         assert session.startup.status is None
-        assert session.startup.info == {"python": "3.11", "numpy": "2", "torch": None, "import_seconds": 0.1}
+        assert session.startup.info == {
+            "python": "3.11",
+            "numpy": "2",
+            "torch": None,
+            "import_seconds": 0.1,
+            "parameters": (),
+        }
+
+
+@pytest.mark.parametrize(
+    ("names", "kept"),
+    [
+        (["obs", "tasks", "rng"], ("obs", "tasks", "rng")),
+        (["obs", "x[0] or view", "rng"], ()),  # not an identifier: would put code of the policy's choice in messages
+        (["a" * 65], ()),
+        ([f"p{i}" for i in range(9)], ()),
+        (["obs", 3], ()),
+    ],
+    ids=["identifiers", "code", "long", "many", "not-text"],
+)
+def test_the_policys_parameter_names_are_kept_only_when_they_are_a_few_short_identifiers(
+    names: list[Any], kept: tuple[str, ...]
+) -> None:
+    """The names come from a process the policy ran in; they reach the student's own messages (issue 29)."""
+    with start(lambda nonce: [sim(nonce), frame({**READY, "parameters": names})]) as session:
+        assert session.startup.status is None
+        assert session.policy_parameters == kept
 
 
 def test_a_connection_without_the_start_nonce_is_not_the_harness() -> None:

@@ -156,6 +156,17 @@ def test_an_out_of_range_reply_ends_the_episode_with_the_tracks_message(tmp_path
         assert (outcome.step, outcome.n_actions, outcome.metrics) == (0, 0, None)
 
 
+def test_a_pair_reply_is_told_the_action_hint_in_the_policys_own_names(tmp_path, sandbox):
+    """Issue 29: the evaluation words a refused reply as ``layersched validate`` does, in the names the student
+    wrote (``obs.action``), not the contract's (``view.action``)."""
+    _, outcomes = run(tmp_path, "def policy(obs, tasks, rng):\n    return (0, 0)\n", sandbox)
+    for outcome in outcomes:
+        assert outcome.status == "invalid_action"
+        assert outcome.message == (
+            "step 0: policy returned (0, 0) of type tuple, expected an int action (obs.action(c, v), or WAIT)"
+        )
+
+
 def test_the_peek_would_find_the_trusted_side_where_it_lives():
     # In-process the trusted episode shares the policy's process: the same search finds it, so its silence in the
     # sandbox means something. (Its workflows, or the generator it draws the ones to come from at their arrival.)

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from layersched.sim.episodes import trace_hash
 from layersched.sim.errors import PolicyError
 from layersched.sim.tracks import TrustedSimulator, get_track
+from layersched.sim.tracks.signature import in_own_names
 from layersched.worker.sandbox import protocol
 from layersched.worker.sandbox.limits import SandboxLimits
 from layersched.worker.sandbox.memory_accounting import MemoryHit, killed_by_the_limit, past_the_deadline
@@ -63,6 +64,11 @@ class SandboxHost(Protocol):
     @property
     def listener(self) -> socket.socket | None:
         """Where episode processes connect."""
+        ...
+
+    @property
+    def policy_parameters(self) -> tuple[str, ...]:
+        """The policy's parameter names as its sandbox reported them (checked identifiers), or none."""
         ...
 
     def simulator(self, job: EpisodeJob) -> TrustedSimulator: ...
@@ -238,8 +244,9 @@ class EpisodeDriver:
                 action = episode.check(action, step)
             except protocol.ProtocolError as exc:
                 return self._abort("protocol_error", str(exc))
-            except PolicyError as exc:
-                return self._abort("invalid_action", str(exc))
+            except PolicyError as exc:  # worded in the student's own parameter names, as ``validate`` words it
+                arguments = get_track(job.track).policy_arguments
+                return self._abort("invalid_action", in_own_names(str(exc), arguments, self.s.policy_parameters))
             except _PolicyRaised as exc:
                 return self._abort(exc.status, str(exc))
             except Exception as exc:  # the track's own code failed on a reply: the service's fault, not the policy's

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from layersched.sim.tracks import Replica
+from layersched.sim.tracks.signature import parameter_names
 from layersched.worker.sandbox import protocol
 from layersched.worker.sandbox.wire import action_message
 
@@ -126,6 +127,8 @@ def import_report(imported: Imported) -> dict[str, Any]:
         "out_of_memory": imported.out_of_memory,
         "import_seconds": imported.seconds,
         "torch": None if torch is None else str(torch.__version__),
+        # The policy's own parameter names, so that a refused reply is worded in them (as ``validate`` words it).
+        "parameters": [] if imported.policy is None else list(parameter_names(imported.policy)),
     }
 
 

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from layersched.sim.tracks import Replica
+from layersched.sim.tracks.signature import checked_parameter_names
 from layersched.worker.sandbox import protocol
 from layersched.worker.sandbox.cache_guard import forbid_cache_control
 from layersched.worker.sandbox.capture import Capture
@@ -204,6 +205,8 @@ class Harness:
                     "torch": None if torch is None else str(torch.__version__),
                     "preloaded": preloaded,
                     "import_seconds": time.monotonic() - started,
+                    # Written by a process the policy ran in: checked again on the worker's side.
+                    "parameters": list(checked_parameter_names(report["parameters"])),
                 }
             )
             return True
@@ -518,6 +521,7 @@ def _parse_report(data: bytes) -> dict[str, Any] | None:
                 "out_of_memory": bool,
                 "import_seconds": (int, float),
                 "torch": (str, type(None)),
+                "parameters": list,
             },
         )
     except (protocol.ProtocolError, KeyError):

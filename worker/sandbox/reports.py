@@ -59,6 +59,7 @@ READY_FIELDS: Fields = {
     "torch": (str, type(None)),
     "preloaded": list,
     "import_seconds": (int, float),
+    "parameters": list,
 }
 
 

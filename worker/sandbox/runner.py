@@ -50,6 +50,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from layersched.sim.tracks import TrustedSimulator, get_track
+from layersched.sim.tracks.signature import checked_parameter_names
 from layersched.sim.version import SIM_VERSION
 from layersched.worker.sandbox import protocol
 from layersched.worker.sandbox.backend import Backend, BackendName, BackendUnavailable, Detachable
@@ -176,6 +177,10 @@ class SandboxSession:
         return self._backend.memory_window_end(verdict=verdict)
 
     @property
+    def policy_parameters(self) -> tuple[str, ...]:
+        return tuple(self.startup.info.get("parameters", ()))
+
+    @property
     def import_seconds(self) -> float:
         return float(self.startup.info.get("import_seconds", float("nan")))
 
@@ -268,6 +273,7 @@ class SandboxSession:
             if kind == "ready":
                 protocol.expect(message, "ready", READY_FIELDS)
                 self.startup.info = {k: message[k] for k in ("python", "numpy", "torch", "import_seconds")}
+                self.startup.info["parameters"] = checked_parameter_names(message["parameters"])
                 self._backend.memory_window_end(verdict=False)  # the import's window ends: the first episode's
                 return
             if kind != "import_error":
