@@ -67,6 +67,22 @@ class RunDir:
             self._lock_fd = -1
 
 
+# A Unix socket's path fits in sockaddr_un's sun_path: 108 bytes on Linux, one of them the terminating NUL.
+MAX_SOCKET_PATH_BYTES = 107
+
+
+def check_socket_path(path: Path) -> None:
+    """Raise ``OSError`` naming ``path`` and the fix when it is too long for a Unix socket: bind() would say only
+    "AF_UNIX path too long", and every evaluation under that ``TMPDIR`` would fail alike."""
+    length = len(os.fsencode(path))
+    if length > MAX_SOCKET_PATH_BYTES:
+        raise OSError(
+            f"the sandbox's channel socket {str(path)!r} takes {length} bytes, over the {MAX_SOCKET_PATH_BYTES} a "
+            f"Unix socket's path may have: set TMPDIR to a shorter directory (it is {tempfile.gettempdir()!r}; "
+            f"at most {MAX_SOCKET_PATH_BYTES - (length - len(os.fsencode(tempfile.gettempdir())))} bytes, /tmp say)"
+        )
+
+
 _warned_chown = False
 
 
@@ -78,6 +94,7 @@ def listen(path: Path, sandbox_uid: int | None) -> socket.socket:
     harness must echo (``runner``) then is what keeps a local impostor out.
     """
     global _warned_chown
+    check_socket_path(path)
     path.unlink(missing_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
