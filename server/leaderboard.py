@@ -12,7 +12,8 @@ The public board ranks each participant's best public score; selection plays no 
 of a submission sees its laddered public score too (:class:`PublicView`): the one place that computes it is
 :func:`_revealed`. A submission is a probe of the Ladder of the competitor it was made under (its owner's team then,
 or its owner alone), and shows what that Ladder showed of it whoever joins or leaves later: a member who leaves
-takes their submissions along, not a fresh look at them.
+takes their submissions along, not a fresh look at them. The Ladder's verdicts are kept (``storage.ladder``), so
+nothing done later (a rerun, a disqualification, an earlier submission finishing last) changes what was shown.
 
 The final board follows Kaggle: a participant's final score is the best *private* score among the submissions they
 selected (at most ``Settings.final_submissions``), or with none selected among their that many best *public* ones.
@@ -44,7 +45,7 @@ from layersched.server import storage
 from layersched.server.errors import Forbidden
 from layersched.server.models import BaselineResult, LeaderboardState, Phase, User
 from layersched.server.schemas import Leaderboard, LeaderboardRow, Score
-from layersched.server.storage import Competitor, ScoredEntry
+from layersched.server.storage import Competitor, ScoredEntry, Shown, Verdict
 from layersched.server.tracks import track_fields, with_track
 from layersched.sim.scoring import ladder
 
@@ -72,9 +73,8 @@ def build_leaderboard(
     selected (or, with none selected, best public) submissions of each participant the private split considers.
     """
     public = _entries(session, "public", phase)
-    return _build(
-        session, split, phase=phase, public=public, ladder_step=ladder_step, final_submissions=final_submissions
-    )
+    revealed = _revealed(session, phase, public, ladder_step) if split == "public" and ladder_step is not None else None
+    return _build(session, split, phase=phase, public=public, revealed=revealed, final_submissions=final_submissions)
 
 
 def _entries(session: Session, split: Split, phase: Phase) -> list[ScoredEntry]:
@@ -88,11 +88,11 @@ def _build(
     *,
     phase: Phase,
     public: list[ScoredEntry],
-    ladder_step: float | None,
+    revealed: Mapping[int, Shown] | None,
     final_submissions: int,
 ) -> Leaderboard:
     if split == "public":
-        chosen = _best_public(public, ladder_step)
+        chosen = _best_public(public, revealed)
     else:
         chosen = _final(public, _entries(session, "private", phase), final_submissions)
     rows = _participant_rows(session, split, phase, chosen.values())
@@ -110,7 +110,7 @@ def _build(
     )
 
 
-def _order(entry: ScoredEntry) -> tuple[Any, ...]:
+def _order(entry: ScoredEntry | Shown) -> tuple[Any, ...]:
     """Lower score first; ties to the earlier submission."""
     return (entry.overall, entry.created_at, entry.submission_id)
 
@@ -122,21 +122,22 @@ def _by_competitor(entries: Iterable[ScoredEntry]) -> dict[Competitor, list[Scor
     return competitors
 
 
-def _best_public(entries: list[ScoredEntry], ladder_step: float | None) -> dict[Competitor, ScoredEntry]:
-    """Per competitor, the best public entry; under the Ladder, the best entry as its submissions show it."""
-    if ladder_step is None:
+def _best_public(entries: list[ScoredEntry], revealed: Mapping[int, Shown] | None) -> dict[Competitor, ScoredEntry]:
+    """Per competitor, the best public entry; under the Ladder (``revealed``: :func:`_revealed`), the best entry as
+    its submissions show it."""
+    if revealed is None:
         return {who: min(own, key=_order) for who, own in _by_competitor(entries).items()}
-    revealed = _revealed(entries, ladder_step)
     return {who: _best_shown(own, revealed) for who, own in _by_competitor(entries).items()}
 
 
-def _best_shown(own: list[ScoredEntry], revealed: Mapping[int, ScoredEntry]) -> ScoredEntry:
+def _best_shown(own: list[ScoredEntry], revealed: Mapping[int, Shown]) -> ScoredEntry:
     """The competitor's row under the Ladder: of its submissions, the one whose shown score is best, with that score.
 
     A competitor whose submissions were all made under one Ladder shows its last revealed entry itself. One whose
     submissions were made under several (a member who left a team, a team a member joined with their own) may hold
-    a submission whose shown score is another's, revealed under the team's Ladder: its row is then that submission,
-    with the score it shows its owner, never its raw one.
+    a submission whose shown score is another's, revealed under the team's Ladder; a submission may also show the
+    score of one that has left the board since (disqualified, its owner disabled) or a score it had before a rerun.
+    Its row is then that submission, with the score it shows its owner, never its raw one.
     """
 
     def key(entry: ScoredEntry) -> tuple[Any, ...]:
@@ -145,7 +146,7 @@ def _best_shown(own: list[ScoredEntry], revealed: Mapping[int, ScoredEntry]) -> 
 
     best = min(own, key=key)
     shown = revealed[best.submission_id]
-    if shown.submission_id == best.submission_id:
+    if shown.evaluation_id == best.evaluation_id:
         return best
     return replace(best, overall=shown.overall, evaluation_id=shown.evaluation_id)
 
@@ -154,23 +155,49 @@ def _submitted(entry: ScoredEntry) -> tuple[Any, ...]:
     return (entry.created_at, entry.submission_id)
 
 
-def _revealed(entries: list[ScoredEntry], step: float) -> dict[int, ScoredEntry]:
-    """Per submission, the entry whose public score the Ladder (``scoring.ladder``) shows for it.
+def _revealed(session: Session, phase: Phase, entries: list[ScoredEntry], step: float) -> dict[int, Shown]:
+    """Per submission, the public score the Ladder (``scoring.ladder``) shows for it.
 
     One Ladder per competitor a submission was made under (``ScoredEntry.origin``: a team shares one, its members'
     submissions being probes of one hidden split; a participant alone has their own, which they return to when they
-    leave). In submission order: a submission's own entry when it beat its Ladder's best shown score by more than
-    ``step``, else that best shown entry (the previous one revealed). The board and the owner's view both read this,
-    and since a submission's origin never changes, neither does what it shows when memberships do.
+    leave). A submission shows its own score when it beat its Ladder's best shown score by more than ``step``, else
+    that best shown score (the previous one revealed). The board and the owner's view both read this.
+
+    Each verdict is made once, the first time a board sees the submission's score, and kept (``storage.ladder``):
+    judging every submission again on each build, in creation order, took shown scores back and revealed withheld
+    ones whenever that order was not the order the scores came in (an earlier submission finishing later, a rerun)
+    or a submission left the history (disqualified, its owner disabled). Replaying the history in the order the
+    evaluations finished instead would still re-judge: a worker stamps ``finished_at`` before it commits, so two
+    results can become visible in the other order than their stamps; a rerun's new score, a new ``step`` or a row
+    left out of the query would each change the replay. A verdict written down is what was shown, whatever changes
+    later.
     """
-    best_shown: dict[Competitor, ScoredEntry] = {}
-    shown: dict[int, ScoredEntry] = {}
-    for entry in sorted(entries, key=_submitted):
-        held = best_shown.get(entry.origin)
+    verdicts = storage.ladder_verdicts(session=session, phase=phase)
+    if any(entry.submission_id not in verdicts for entry in entries):
+        storage.lock_ladders(session=session, phase=phase)
+        verdicts = storage.ladder_verdicts(session=session, phase=phase)  # another process's, made meanwhile
+        new = _judge([e for e in entries if e.submission_id not in verdicts], verdicts.values(), step)
+        storage.record_ladder_verdicts(session=session, phase=phase, verdicts=new)  # commits: the lock ends
+        verdicts |= {verdict.submission_id: verdict for verdict in new}
+    return {entry.submission_id: verdicts[entry.submission_id].shown for entry in entries}
+
+
+def _judge(probes: list[ScoredEntry], history: Iterable[Verdict], step: float) -> list[Verdict]:
+    """The Ladder's verdicts on ``probes``, none judged before, after ``history`` (each Ladder's verdicts in the order
+    they were made: the last one of an origin shows its best shown score).
+
+    None of the probes has been shown yet, so the order they are judged in is free: creation order, the order their
+    owners made them in (and what the boards did before verdicts were kept, so that the first board after the
+    upgrade shows what the last one before it did).
+    """
+    best = {verdict.origin: verdict.shown for verdict in history}
+    judged = []
+    for entry in sorted(probes, key=_submitted):
+        held = best.get(entry.origin)
         if held is None or ladder(held.overall, entry.overall, step).show:
-            best_shown[entry.origin] = held = entry
-        shown[entry.submission_id] = held
-    return shown
+            best[entry.origin] = held = Shown(entry.submission_id, entry.evaluation_id, entry.overall, entry.created_at)
+        judged.append(Verdict(entry.submission_id, entry.origin, entry.evaluation_id, held))
+    return judged
 
 
 def _final(public: list[ScoredEntry], private: list[ScoredEntry], n: int) -> dict[Competitor, ScoredEntry]:
@@ -478,36 +505,35 @@ def _build_entry(
     if split == "private" and state.private_published and state.private_snapshot:
         board = _snapshot_board(state.private_snapshot, phase)
         return _Entry(key, board.model_copy(update={"frozen": state.frozen, "published": True}))
-    if split == "public" and state.frozen and state.snapshot:
-        board = _snapshot_board(state.snapshot["public"], phase)
-        board = board.model_copy(update={"frozen": True, "published": state.private_published})
-        if cache.ladder_step is None:
-            return _Entry(key, board)
-        public = _entries(session, "public", phase)
-    else:
-        public = _entries(session, "public", phase)
-        board = _build(
-            session,
-            split,
-            phase=phase,
-            public=public,
-            ladder_step=cache.ladder_step,
-            final_submissions=final_submissions,
-        )
-    if split == "private" or cache.ladder_step is None:
-        return _Entry(key, board)
+    frozen = split == "public" and state.frozen and bool(state.snapshot)
+    if frozen and cache.ladder_step is None:
+        return _Entry(key, _frozen_board(state, phase))
+    public = _entries(session, "public", phase)
     # The owners' laddered scores follow the live entries, frozen board or not.
-    return _Entry(key, board, _laddered_scores(session, public, cache.ladder_step))
+    step = cache.ladder_step if split == "public" else None
+    revealed = None if step is None else _revealed(session, phase, public, step)
+    if frozen:
+        board = _frozen_board(state, phase)
+    else:
+        board = _build(
+            session, split, phase=phase, public=public, revealed=revealed, final_submissions=final_submissions
+        )
+    return _Entry(key, board, None if revealed is None else _laddered_scores(session, revealed))
 
 
-def _laddered_scores(session: Session, entries: list[ScoredEntry], step: float) -> dict[int, tuple[Score, bool]]:
-    revealed = _revealed(entries, step)
+def _frozen_board(state: LeaderboardState, phase: Phase) -> Leaderboard:
+    assert state.snapshot is not None
+    board = _snapshot_board(state.snapshot["public"], phase)
+    return board.model_copy(update={"frozen": True, "published": state.private_published})
+
+
+def _laddered_scores(session: Session, revealed: Mapping[int, Shown]) -> dict[int, tuple[Score, bool]]:
     documents = storage.evaluation_scores(
         session=session, split="public", evaluation_ids=sorted({e.evaluation_id for e in revealed.values()})
     )
     scores = {evaluation_id: Score.model_validate(doc) for evaluation_id, doc in documents.items()}
     return {
-        submission_id: (scores[shown.evaluation_id], shown.submission_id == submission_id)
+        submission_id: (scores[shown.evaluation_id], shown.submission_id == submission_id)  # revealed: its own
         for submission_id, shown in revealed.items()
     }
 

@@ -336,6 +336,28 @@ class LeaderboardState(Base):
     private_snapshot: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
+class LadderVerdict(Base):
+    """What the Ladder showed of a submission's public score on an evaluation set, written once: the first time a
+    board saw that score (``storage.ladder``). The Ladder of the submission's origin (``Submission.team_id`` or its
+    owner) judges later probes against the latest of its verdicts, so nothing that happens afterwards (an earlier
+    submission finishing late, a rerun, a disqualification, a disabled or departed member) re-judges what was shown.
+    """
+
+    __tablename__ = "ladder_decisions"
+    __table_args__ = (UniqueConstraint("submission_id", "evalset_name", name="uq_ladder_decisions_submission"),)
+
+    # Its order is the order the verdicts were made in: each Ladder's history.
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
+    evalset_name: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    # The probe: the submission's evaluation the Ladder judged.
+    evaluation_id: Mapped[int] = mapped_column(ForeignKey("evaluations.id"))
+    # The evaluation whose public score the submission shows: ``evaluation_id`` when the Ladder revealed it, else
+    # its Ladder's best shown one then. No cascade: a score shown for another submission is not deleted under it.
+    shown_evaluation_id: Mapped[int] = mapped_column(ForeignKey("evaluations.id"))
+    decided_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
 class EvalSet(Base):
     __tablename__ = "evalsets"
 

@@ -8,7 +8,8 @@ change state commit before returning, so each is one transaction.
 - ``submissions``: uploads, quota, visibility, deadline and final selection; ``reruns``: reruns and audits;
 - ``evaluations``: the queued row, the worker's claim, episode results and the end (idempotent for redeliveries);
 - ``phases``: the challenge's phases (set, times, quota, board visibility) and which one an upload is for;
-- ``leaderboard``: each phase's frozen/published state and its boards' queries;
+- ``leaderboard``: each phase's frozen/published state and its boards' queries; ``ladder``: the Ladder's verdicts,
+  what it showed of each submission, written once;
 - ``replays``: what is kept of episodes whose workload is public, for their schedules to be drawn;
 - ``teams``: creating, inviting to, joining and leaving teams; ``members``: who competes with whom now, and the
   row locks that order a competitor's changes; ``quota``: what a competitor used of a phase's quota.
@@ -55,6 +56,7 @@ from layersched.server.storage.evaluations import (
     requeue_evaluation,
     start_evaluation,
 )
+from layersched.server.storage.ladder import Shown, Verdict, ladder_verdicts, lock_ladders, record_ladder_verdicts
 from layersched.server.storage.leaderboard import (
     Competitor,
     ScoredEntry,
@@ -136,7 +138,9 @@ __all__ = [
     "PhaseChanges",
     "ReplayInput",
     "ScoredEntry",
+    "Shown",
     "StoredReplay",
+    "Verdict",
     "apply_challenge",
     "assign_member",
     "authenticate",
@@ -182,6 +186,7 @@ __all__ = [
     "is_published",
     "issue_token",
     "join_team",
+    "ladder_verdicts",
     "leaderboard_entries",
     "leaderboard_fingerprint",
     "leave_team",
@@ -193,6 +198,7 @@ __all__ = [
     "list_submissions",
     "list_teams",
     "load_submission",
+    "lock_ladders",
     "lock_submitter",
     "log_action",
     "member_ids",
@@ -203,6 +209,7 @@ __all__ = [
     "public_references",
     "publish_private",
     "record_episode_result",
+    "record_ladder_verdicts",
     "record_sandbox",
     "recorded_episodes",
     "register_evalset",

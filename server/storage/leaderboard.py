@@ -126,7 +126,12 @@ class ScoredEntry:
 
     @property
     def origin(self) -> Competitor:
-        return ("team", self.origin_team_id) if self.origin_team_id is not None else ("user", self.owner_id)
+        return origin_of(self.origin_team_id, self.owner_id)
+
+
+def origin_of(team_id: int | None, owner_id: int) -> Competitor:
+    """Whose Ladder a submission made by ``owner_id`` in team ``team_id`` (None: alone) is a probe of."""
+    return ("team", team_id) if team_id is not None else ("user", owner_id)
 
 
 def leaderboard_entries(*, session: Session, split: str, phase: Phase) -> list[ScoredEntry]:
