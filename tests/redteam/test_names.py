@@ -231,3 +231,35 @@ def test_the_storage_refuses_an_invisible_team_name(db: Session, alice: Account)
         storage.create_team(
             session=db, name="ab\u202ecd", founder=alice.user, actor=alice.user, deadline=None, now=utcnow()
         )
+
+
+# --------------------------------------------------------------------------------- review of issue 30, item 4
+
+# Names in which Unicode is allowed that show as nothing or draw over their neighbour: each refused naming why.
+BLANK_LOOKING = {
+    "hangul-fillers": ("\u3164\u3164", "character 1 is U+3164 (HANGUL FILLER), which shows as blank or as nothing"),
+    "choseong-filler": ("\u115f", "character 1 is U+115F (HANGUL CHOSEONG FILLER), which shows as blank"),
+    "braille-blank": ("\u2800", "character 1 is U+2800 (BRAILLE PATTERN BLANK), which shows as blank"),
+    "variation-selector": ("alice\ufe0f", "character 6 is U+FE0F (VARIATION SELECTOR-16), which shows as blank"),
+    "spaces": ("   ", "the name has 3 spaces and nothing else: a name must hold at least one visible character"),
+    "combining-first": ("\u0336alice", "character 1 is U+0336 (COMBINING LONG STROKE OVERLAY), a combining mark"),
+}
+
+
+@pytest.mark.parametrize("value,message", BLANK_LOOKING.values(), ids=BLANK_LOOKING.keys())
+def test_a_blank_looking_name_is_refused_naming_why(
+    client: Any, organiser: Account, alice: Account, value: str, message: str, unchanged: None
+) -> None:
+    requests = {
+        "submission": lambda: submit(client, alice, name=value),
+        "phase title": lambda: client.post(
+            "/api/v1/admin/phases", headers=organiser.headers, json={"name": "p", "evalset": "sample", "title": value}
+        ),
+        "phase title edit": lambda: client.patch(
+            "/api/v1/admin/phases/main", headers=organiser.headers, json={"title": value}
+        ),
+    }
+    for what, request in requests.items():
+        response = request()
+        assert response.status_code == 422, (what, response.text)
+        assert message in response.json()["error"]["message"], what
