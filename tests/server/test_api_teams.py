@@ -25,8 +25,8 @@ NOW = dt.datetime.now(dt.timezone.utc)
 
 @pytest.fixture
 def settings(settings: Settings) -> Settings:
-    """Teams of at most two, so that "full" is one join away."""
-    return settings.model_copy(update={"team_max_size": 2})
+    """Teams of at most two, so that "full" is one join away; a code for each of eight racers for the last seat."""
+    return settings.model_copy(update={"team_max_size": 2, "team_live_invites": 8})
 
 
 @pytest.fixture
@@ -182,7 +182,7 @@ def test_refusals_when_joining_change_nothing(
 def test_an_expired_invite_is_refused(client: Any, alice: Account, bob: Account, db: Session) -> None:
     assert create(client, alice, "ants").status_code == 201
     _invite, code = storage.create_invite(
-        session=db, user=alice.user, valid_hours=1, deadline=None, now=NOW - dt.timedelta(hours=2)
+        session=db, user=alice.user, valid_hours=1, max_live=6, deadline=None, now=NOW - dt.timedelta(hours=2)
     )
     status, code_name, message = error(join(client, bob, code))
     assert (status, code_name) == (409, "conflict")
