@@ -192,6 +192,18 @@ def test_an_expired_invite_is_refused(client: Any, alice: Account, bob: Account,
     assert client.get("/api/v1/me", headers=bob.headers).json()["team"] is None
 
 
+def test_invite_codes_stop_at_the_teams_bound(client: Any, alice: Account, settings: Settings) -> None:
+    """On both backends: the bound's refusal reads the oldest code's expiry back (``_check_live_invites``)."""
+    assert create(client, alice, "ants").status_code == 201
+    first = client.post("/api/v1/teams/mine/invites", headers=alice.headers).json()
+    for _ in range(settings.team_live_invites_limit - 1):
+        invite(client, alice)
+    status, code_name, message = error(client.post("/api/v1/teams/mine/invites", headers=alice.headers))
+    assert (status, code_name) == (409, "conflict")
+    oldest = message.split("the oldest expires at ")[1].split(": have one used")[0]
+    assert dt.datetime.fromisoformat(oldest) == dt.datetime.fromisoformat(first["expires_at"])
+
+
 def test_after_the_merger_deadline_participants_cannot_change_teams(
     settings: Settings, enqueued: Captured, alice: Account, bob: Account, carol: Account, organiser: Account
 ) -> None:
