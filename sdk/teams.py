@@ -68,7 +68,8 @@ def add_team_parser(sub: Any, add: AddCommand) -> None:
         "leave",
         cmd_leave,
         "leave your team",
-        "Your submissions are yours: they leave with you and count for you alone again.",
+        "Your submissions are yours: they leave with you and count for you alone again. A team you named after\n"
+        "yourself is renamed team-<id> when you leave it to others.",
         "  layersched team leave\n",
     )
     p = add(
