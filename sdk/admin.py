@@ -32,6 +32,7 @@ from layersched.sdk.confirm import add_yes_argument, confirm
 from layersched.sdk.errors import ConfigError
 from layersched.sdk.progress import ProgressBar
 from layersched.sdk.teams import add_admin_team_parser
+from layersched.sdk.terminal_text import continued
 
 
 def add_admin_parser(sub: Any, add: AddCommand) -> None:
@@ -372,7 +373,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         if not args.wait:
             return 0
         final = _follow(client, evaluation.id)
-    print(f"evaluation #{final.id}: {final.state}" + (f": {final.error.message}" if final.error else ""))
+    print(f"evaluation #{final.id}: {final.state}" + (f": {continued(final.error.message)}" if final.error else ""))
     return 0 if final.state == "succeeded" else 1
 
 
@@ -386,7 +387,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         final = _follow(client, evaluation.id)
     against = f"evaluation #{final.audit_of}" if final.audit_of is not None else "its evaluation"
     if final.audit is None:
-        detail = f": {final.error.category}: {final.error.message}" if final.error else ""
+        detail = f": {final.error.category}: {continued(final.error.message)}" if final.error else ""
         print(f"audit #{final.id} of {against} {final.state} without a verdict{detail}")
         return 1
     print(f"audit #{final.id} of {against}: {final.audit.verdict}")
@@ -469,7 +470,7 @@ def cmd_evaluation(args: argparse.Namespace) -> int:
     print(f"  set {e.evalset_commitment}  sim {e.sim_version}  sandbox {e.sandbox}  image {e.image_digest or '-'}")
     print(f"  bundle {e.bundle_sha256}  started {e.started_at or '-'}  finished {e.finished_at or '-'}")
     if e.error:
-        print(f"  error {e.error.category}: {e.error.message}")
+        print(f"  error {e.error.category}: {continued(e.error.message)}")
     if e.audit:
         print(f"  audit {e.audit.verdict}" + "".join(f"\n    mismatch: {m}" for m in e.audit.mismatches))
     for row in e.episodes:

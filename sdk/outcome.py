@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from layersched.sdk.standing import rank_text, selection_text
+from layersched.sdk.terminal_text import continued
 
 LADDER_NOTE = (
     "  the Ladder: this submission did not beat your best shown public score by more than its step; that score is shown"
@@ -74,9 +75,10 @@ def outcome_line(sub: Any, rank: str, reference: str) -> str:
             + (f"\n  per scenario: {per}" if per else "")
             + (f"\n{LADDER_NOTE}" if sub.score_revealed is False else "")
         )
-    dq = f", disqualified by the organisers: {sub.disqualified}" if sub.disqualified is not None else ""
+    dq = f", disqualified by the organisers: {continued(sub.disqualified)}" if sub.disqualified is not None else ""
     if sub.error is not None:
         return (
-            f"#{sub.id} {sub.state}: {sub.error.category}: {sub.error.message}{dq} (details: layersched logs {sub.id})"
+            f"#{sub.id} {sub.state}: {sub.error.category}: {continued(sub.error.message)}{dq}"
+            f" (details: layersched logs {sub.id})"
         )
     return f"#{sub.id} {sub.state}{dq}"

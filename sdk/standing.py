@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from layersched.sdk.client import Leaderboard, Submission
+from layersched.sdk.terminal_text import continued
 
 
 def rank_text(sub: Submission, *, board: Leaderboard | None, owner_is_organiser: bool = False) -> str:
     """``rank 3``, or ``not ranked: <why>`` for a succeeded submission; ``board`` is the public board as the
     owner sees it (needed only when ``sub.rank`` is None and it is not disqualified)."""
     if sub.disqualified is not None:
-        return f"not ranked: disqualified by the organisers: {sub.disqualified}"
+        return f"not ranked: disqualified by the organisers: {continued(sub.disqualified)}"
     if sub.rank is not None:
         return f"rank {sub.rank}"
     if owner_is_organiser:

@@ -15,6 +15,7 @@ from layersched.sdk.commands import AddCommand, print_json
 from layersched.sdk.config import load_config, normalise_server, save_config
 from layersched.sdk.errors import ConfigError, NotFound
 from layersched.sdk.tables import phases_table, quota_today, text_table
+from layersched.sdk.terminal_text import continued, quoted
 from layersched.sim.arguments import positive_int
 
 
@@ -173,11 +174,12 @@ def cmd_logs(args: argparse.Namespace) -> int:
     if not logs:
         print(f"no episode has run yet for #{args.id}")
     for entry in logs:
-        print(f"{entry.scenario}/{entry.episode}: {entry.status}" + (f": {entry.message}" if entry.message else ""))
+        message = f": {continued(entry.message)}" if entry.message else ""
+        print(f"{entry.scenario}/{entry.episode}: {entry.status}{message}")
         for label, text in (("stdout", entry.stdout), ("stderr", entry.stderr)):
             if text:
                 print(f"  --- {label} ---")
-                print("\n".join("  " + line for line in text.rstrip().splitlines()))
+                print(quoted(text.rstrip()))
     return 0
 
 

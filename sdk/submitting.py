@@ -26,6 +26,7 @@ from layersched.sdk.outcome import outcome_line, rank_for, reference_for, refere
 from layersched.sdk.phase_choice import choose_target
 from layersched.sdk.progress import ProgressBar, format_bytes
 from layersched.sdk.tables import text_table
+from layersched.sdk.terminal_text import continued
 from layersched.sim.arguments import positive_float, positive_int
 from layersched.sim.tracks import Track
 
@@ -185,7 +186,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         + (f", phase {sub.phase}" if sub.phase else "")
     )
     if sub.description:
-        print(f"  {sub.description}")
+        print(f"  {continued(sub.description)}")
     print(f"state: {sub.state}, episodes {sub.progress.done}/{sub.progress.total}")
     if sub.queue is not None:
         print(f"queue: {queue_text(sub.queue)}")
@@ -199,7 +200,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             f"  evaluation #{e.id} {e.kind}{of} {e.state} {e.progress.done}/{e.progress.total}:"
             f" set {e.evalset_commitment[:12]}, sim {e.sim_version or '-'}, sandbox {e.sandbox or '-'},"
             f" image {_short_image(e.image_digest)}"
-            + (f", error {e.error.category}: {e.error.message}" if e.error else "")
+            + (f", error {e.error.category}: {continued(e.error.message)}" if e.error else "")
             + (f", audit {e.audit.verdict}" if e.audit else "")
         )
     return 0

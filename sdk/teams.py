@@ -68,7 +68,8 @@ def add_team_parser(sub: Any, add: AddCommand) -> None:
         "leave",
         cmd_leave,
         "leave your team",
-        "Your submissions are yours: they leave with you and count for you alone again.",
+        "Your submissions are yours: they leave with you and count for you alone again. A team you named after\n"
+        "yourself is renamed team-<id> when you leave it to others.",
         "  layersched team leave\n",
     )
     p = add(
@@ -134,9 +135,14 @@ def _add_list_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--offset", type=int, default=0, help="skip the first N teams")
 
 
+def _renamed(team: Any) -> str:
+    """`` (named alice until that member left it)`` for a team the server renamed, else nothing."""
+    return f" (named {team.renamed_from} until that member left it)" if team.renamed_from else ""
+
+
 def _line(team: Any) -> str:
     members = ", ".join(team.members) if team.members else "no members"
-    return f"team {team.name}: {members} ({len(team.members)} of at most {team.max_size})"
+    return f"team {team.name}{_renamed(team)}: {members} ({len(team.members)} of at most {team.max_size})"
 
 
 def cmd_create(args: argparse.Namespace) -> int:
@@ -163,7 +169,7 @@ def cmd_join(args: argparse.Namespace) -> int:
 def cmd_leave(args: argparse.Namespace) -> int:
     with configured_client() as client:
         team = client.leave_team()
-    print(f"left team {team.name}; your submissions count for you alone again")
+    print(f"left team {team.name}{_renamed(team)}; your submissions count for you alone again")
     return 0
 
 

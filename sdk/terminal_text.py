@@ -13,7 +13,10 @@ text stored before the server refused such names, and ``--json`` prints it as sh
 itself gets the server's text unchanged.
 
 A field declared ``Multiline`` (a policy's output, a message, a description) keeps its line breaks and tabs; every
-other string is one line, so a line break in a name is shown as ``\\n`` and cannot forge a row of a table.
+other string is one line, so a line break in a name is shown as ``\\n`` and cannot forge a row of a table. Where
+the CLI prints a multiline text, every line of it after the first begins with ``CONTINUATION`` (``continued``, or
+``quoted`` for a block of its own): a description holding ``"\\nerror: your submission was disqualified"`` then
+prints that line as ``  | error: ...``, part of the description, not as a line of the CLI's own.
 """
 
 from __future__ import annotations
@@ -33,6 +36,10 @@ Multiline = Annotated[str, MULTILINE]
 # paragraph separators. The server refuses them in names (server/name_rules.py); here they are made visible.
 _INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _KEPT_IN_MULTILINE = frozenset("\n\t")
+
+# The mark of a line that continues a participant's multiline text. ASCII, as everything else the CLI prints itself
+# (a Windows console's code page may have no box-drawing bar); no line of the CLI's own begins with it.
+CONTINUATION = "  | "
 
 _active: ContextVar[bool] = ContextVar("layersched_terminal_text", default=False)
 
@@ -77,3 +84,14 @@ def for_terminal() -> Iterator[None]:
         yield
     finally:
         _active.reset(token)
+
+
+def continued(text: str) -> str:
+    """Multiline text to print after the CLI's own words on a line: its first line as it is, every later line
+    under ``CONTINUATION``, so that none can pass for a line the CLI printed."""
+    return text.replace("\n", "\n" + CONTINUATION)
+
+
+def quoted(text: str) -> str:
+    """Multiline text printed as a block of its own (a policy's output): every line under ``CONTINUATION``."""
+    return CONTINUATION + continued(text)

@@ -75,6 +75,14 @@ class Settings(BaseSettings):
         int, Field(ge=1, description="most members a team may have; 1 keeps every participant on their own")
     ] = 3
     team_invite_hours: Annotated[float, Field(gt=0, description="how long an invite code can be used")] = 72
+    team_live_invites: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            description="invite codes a team may hold at once unused and unexpired (made by its members now); more "
+            "are refused until one is used or expires. Unset: twice LAYERSCHED_TEAM_MAX_SIZE",
+        ),
+    ] = None
     team_creations: Annotated[
         int,
         Field(
@@ -220,6 +228,12 @@ class Settings(BaseSettings):
         if parts.path not in ("", "/") or parts.query or parts.fragment:
             raise ValueError(f"LAYERSCHED_PUBLIC_URL={value!r} is not an origin: give the scheme and host only")
         return f"{parts.scheme}://{parts.netloc.lower()}"
+
+    @property
+    def team_live_invites_limit(self) -> int:
+        """``team_live_invites``, or twice ``team_max_size`` when unset: room to invite every seat, and as many again
+        for codes sent to someone who never used them."""
+        return self.team_live_invites if self.team_live_invites is not None else 2 * self.team_max_size
 
     @property
     def max_bundle_bytes(self) -> int:

@@ -419,14 +419,18 @@ class Team(Base):
     every submission of the others. A participant is in at most one team at a time (Kaggle's rule).
 
     A team whose last member leaves is dissolved: it keeps its row, since its history and its
-    submissions' Ladder refer to it, but not its name, which a new team or user may take (the partial unique index
-    holds one live team per name)."""
+    submissions' Ladder refer to it, but not its name, which a new team or user may take. The partial unique index
+    holds one live team per name compared case-insensitively, as ``storage.names`` compares them: two requests
+    racing to make ``Twin`` and ``TWIN`` cannot both succeed. A team that bore the name of a member who left is
+    renamed (``storage.teams``); ``renamed_from`` is the name it bore, for its members to read."""
 
     __tablename__ = "teams"
     __table_args__ = (
+        # An expression index: SQLAlchemy cannot reflect it on SQLite, so a migration that rebuilds this table there
+        # (batch mode) drops it before and makes it again after (migrations/versions/0016_team_name_case.py).
         Index(
-            "uq_teams_live_name",
-            "name",
+            "uq_teams_live_lower_name",
+            text("lower(name)"),
             unique=True,
             sqlite_where=text("dissolved_at IS NULL"),
             postgresql_where=text("dissolved_at IS NULL"),
@@ -440,6 +444,7 @@ class Team(Base):
     # Settings.team_creations teams (storage.teams.create_team counts these).
     created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
     dissolved_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    renamed_from: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
 
     members: Mapped[list[TeamMember]] = relationship(
         primaryjoin="and_(Team.id == TeamMember.team_id, TeamMember.left_at.is_(None))",

@@ -7,6 +7,11 @@ isolates (U+202A-U+202E, U+2066-U+2069, which reorder what follows), zero-width 
 names that look alike), private-use and unassigned code points (whatever a font or a later Unicode makes of them).
 Names are refused at input when they hold one (``first_invisible``); free text (descriptions, messages, a policy's
 output) is kept as written and escaped where the CLI prints it (``layersched.sdk.terminal_text``).
+
+A name in which Unicode is allowed (a submission's, a phase's title) must also show as something: it holds no
+character that draws as blank or as nothing (``BLANK_OR_IGNORABLE``: a name of Hangul fillers or Braille blanks is
+an empty-looking cell on the board), does not start with a combining mark (which draws over the character before
+it: the previous column of a table), and has a character other than spaces (``name_problem``).
 """
 
 from __future__ import annotations
@@ -39,6 +44,42 @@ _CONTROL_NAMES = {
 }
 
 
+# Code points that draw as nothing or as blank space although their category is a letter, a mark or a symbol, so
+# the categories above let them through: a name made of them is an empty-looking cell on a board, and one holding
+# them looks like another name. The first ranges are Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties:
+# what a renderer shows as nothing when it has no glyph), all of them, so that the rule does not depend on this
+# Python's Unicode version for the ones whose category is Cf or Cn; the last are blank glyphs that are not.
+BLANK_OR_IGNORABLE: tuple[tuple[int, int], ...] = (
+    (0x00AD, 0x00AD),  # SOFT HYPHEN
+    (0x034F, 0x034F),  # COMBINING GRAPHEME JOINER (Mn)
+    (0x061C, 0x061C),  # ARABIC LETTER MARK
+    (0x115F, 0x1160),  # HANGUL CHOSEONG and JUNGSEONG FILLER (Lo): blank letters
+    (0x17B4, 0x17B5),  # KHMER VOWEL INHERENT AQ, AA (Mn)
+    (0x180B, 0x180F),  # MONGOLIAN FREE VARIATION SELECTORS, VOWEL SEPARATOR
+    (0x200B, 0x200F),  # zero-width space, joiners, direction marks
+    (0x202A, 0x202E),  # bidi embeddings and overrides
+    (0x2060, 0x206F),  # word joiner, invisible operators, bidi isolates, deprecated format characters
+    (0x3164, 0x3164),  # HANGUL FILLER (Lo): a blank letter
+    (0xFE00, 0xFE0F),  # VARIATION SELECTORS 1-16 (Mn): "x" and "x\ufe0f" look alike; write an emoji without VS16
+    (0xFEFF, 0xFEFF),  # ZERO WIDTH NO-BREAK SPACE (the BOM)
+    (0xFFA0, 0xFFA0),  # HALFWIDTH HANGUL FILLER (Lo)
+    (0xFFF0, 0xFFF8),  # unassigned, reserved as ignorable
+    (0x1BCA0, 0x1BCA3),  # SHORTHAND FORMAT CONTROLS
+    (0x1D173, 0x1D17A),  # MUSICAL SYMBOL BEGIN/END BEAM, TIE, SLUR, PHRASE (format characters)
+    (0xE0000, 0xE0FFF),  # tags and VARIATION SELECTORS 17-256 (Mn)
+    # Not default-ignorable, but drawn as blank space:
+    (0x2800, 0x2800),  # BRAILLE PATTERN BLANK (So)
+    (0x16FE4, 0x16FE4),  # KHITAN SMALL SCRIPT FILLER (Mn)
+    (0x1D159, 0x1D159),  # MUSICAL SYMBOL NULL NOTEHEAD (So)
+)
+
+
+def is_blank_or_ignorable(char: str) -> bool:
+    """Whether ``char`` is one of ``BLANK_OR_IGNORABLE``."""
+    code = ord(char)
+    return any(low <= code <= high for low, high in BLANK_OR_IGNORABLE)
+
+
 def _is_invisible(char: str) -> bool:
     category = unicodedata.category(char)
     return category in _INVISIBLE_CATEGORIES or (category == "Zs" and char != " ")
@@ -58,18 +99,42 @@ def first_invisible(text: str) -> tuple[int, str] | None:
     return None
 
 
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a name in which Unicode is allowed, or None: the first character that is not visible
+    text, or that shows as blank or nothing, by its code point; a combining mark first; no character but spaces.
+    The empty name is left to the length rule of its field (a phase's title may be empty: no title)."""
+    found = first_invisible(name)
+    if found is not None:
+        position, char = found
+        return (
+            f"character {position + 1} is {describe(char)}, which is not visible text: a name may hold "
+            "letters, digits, punctuation, symbols and plain spaces, no controls, line breaks, bidi or "
+            "zero-width characters"
+        )
+    blank = next(((i, c) for i, c in enumerate(name) if is_blank_or_ignorable(c)), None)
+    if blank is not None:
+        position, char = blank
+        return (
+            f"character {position + 1} is {describe(char)}, which shows as blank or as nothing: a name may not "
+            "hold fillers, variation selectors, blank symbols or other default-ignorable characters"
+        )
+    if name and unicodedata.category(name[0]).startswith("M"):
+        return (
+            f"character 1 is {describe(name[0])}, a combining mark, which would draw over whatever is printed "
+            "before the name: a name may not start with one"
+        )
+    if name and not name.strip(" "):
+        return f"the name has {len(name)} spaces and nothing else: a name must hold at least one visible character"
+    return None
+
+
 def visible_name(value: object) -> object:
     """A pydantic validator for a name (run before its length and pattern): ``value`` unchanged, or ValueError
-    naming the first character that is not visible text by its code point."""
+    saying why it does not show as itself (``name_problem``)."""
     if isinstance(value, str):
-        found = first_invisible(value)
-        if found is not None:
-            position, char = found
-            raise ValueError(
-                f"character {position + 1} is {describe(char)}, which is not visible text: a name may hold "
-                "letters, digits, punctuation, symbols and plain spaces, no controls, line breaks, bidi or "
-                "zero-width characters"
-            )
+        problem = name_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
     return value
 
 

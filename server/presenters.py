@@ -147,7 +147,11 @@ def submission_public(
 
 def team_public(team: Team, *, max_size: int) -> TeamPublic:
     return TeamPublic(
-        name=team.name, members=[m.user.name for m in team.members], max_size=max_size, created_at=team.created_at
+        name=team.name,
+        members=[m.user.name for m in team.members],
+        max_size=max_size,
+        created_at=team.created_at,
+        renamed_from=team.renamed_from,
     )
 
 

@@ -345,6 +345,8 @@ class TeamPublic(BaseModel):
     members: list[str]  # now, in the order they joined
     max_size: int  # Settings.team_max_size
     created_at: dt.datetime
+    # The name the team bore until the member it named (its founder) left it; None: never renamed.
+    renamed_from: str | None = None
 
 
 class TeamsPublic(BaseModel):

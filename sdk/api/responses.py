@@ -38,6 +38,7 @@ class Team:
     members: list[str]
     max_size: int
     created_at: str
+    renamed_from: str | None = None  # the name it bore until the member it named left it (None: never renamed)
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,7 @@ def create_invite(session: SessionDep, settings: SettingsDep, user: CurrentUser)
         session=session,
         user=user,
         valid_hours=settings.team_invite_hours,
+        max_live=settings.team_live_invites_limit,
         deadline=settings.team_merge_deadline,
         now=utcnow(),
     )

@@ -6,7 +6,9 @@ The rules, Kaggle's where a choice was needed:
   requests race); organisers compete in none;
 - a team has at most ``max_size`` members (Settings.team_max_size); the seat count is checked under the team's row
   lock, so two joins racing for the last seat cannot both take it;
-- an invite code is used once, before it expires (Settings.team_invite_hours);
+- an invite code is used once, before it expires (Settings.team_invite_hours); a team holds at most
+  Settings.team_live_invites codes unused and unexpired at once (made by its members now; each is a row, and a
+  member could otherwise make them without end);
 - a participant who joins brings their submissions: the team's quota counts them (``members``), and a join that
   would put the team over a phase's daily quota today is refused;
 - after the merger deadline (Settings.team_merge_deadline) participants can no longer create, join or leave teams;
@@ -14,7 +16,14 @@ The rules, Kaggle's where a choice was needed:
 - a participant founds at most ``max_creations`` teams (Settings.team_creations), dissolved ones included: each is
   a name taken and a Ladder begun (issue 30: one participant made and left 1,503 teams in 26 s);
 - a team whose last member leaves is dissolved, and its name is free again (its row stays: who was in it, and which
-  Ladder its submissions were made under, refer to it); a team an organiser empties stays, to be filled again.
+  Ladder its submissions were made under, refer to it); a team an organiser empties stays, to be filled again;
+- two teams live at once never share a name in any letters' case: the application checks it, and the unique index
+  on ``lower(name)`` refuses the second of two racing requests with the same 409;
+- a founder may give the team their own name (``names.name_conflict``); when they leave it, or an organiser removes
+  them, and the team lives on, it stops bearing it: the board would show a team "alice" without alice, beside
+  alice's own row. There is no renaming a team, so the leave is not refused: the team is renamed ``team-<its id>``
+  (a name kept for this: ``names.RENAMED_TEAM``), the change is in the audit log (``rename_team``, by whoever left
+  or removed), and the team view tells its members (``renamed_from``: the name it bore).
 
 Each function is one transaction: a refusal changes nothing.
 """
@@ -34,7 +43,7 @@ from layersched.server.errors import Conflict, Forbidden, NotFound
 from layersched.server.models import Phase, Submission, Team, TeamInvite, TeamMember, User
 from layersched.server.storage.audit import add_log_entry
 from layersched.server.storage.members import lock_competitor, lock_row, team_of
-from layersched.server.storage.names import check_display_name, name_conflict
+from layersched.server.storage.names import check_display_name, name_conflict, name_taken, team_name_taken
 from layersched.server.storage.phases import is_open
 from layersched.server.storage.quota import count_owned_in_flight, count_owned_today, phase_quota
 
@@ -139,27 +148,60 @@ def create_team(
     session.add(team)
     try:
         session.flush()
-        if founder is not None:
-            session.add(TeamMember(team_id=team.id, user_id=founder.id, joined_at=now))
-            session.flush()
-    except IntegrityError as exc:  # a concurrent request took the name, or put the founder in a team, first
+    except IntegrityError as exc:  # the index on live teams' lower(name): a concurrent request made it first
         session.rollback()
-        raise Conflict(f"team {name!r} could not be made: the name or its founder was taken meanwhile") from exc
+        raise Conflict(team_name_taken(name)) from exc
+    if founder is not None:
+        session.add(TeamMember(team_id=team.id, user_id=founder.id, joined_at=now))
+        try:
+            session.flush()
+        except IntegrityError as exc:  # the index on open stays: the founder joined a team in an unlocked request
+            session.rollback()
+            raise Conflict(f"{founder.name} joined another team meanwhile: a participant is in one team") from exc
     if actor.role == "organiser":
         add_log_entry(session, actor, "create_team", f"team:{name}", {})
     session.commit()
     return _refresh(session, team.id)
 
 
+def _check_live_invites(session: Session, team: Team, most: int, now: dt.datetime) -> None:
+    """Refuse a new code while the team holds ``most`` that could still admit someone: unused, unexpired, made by a
+    member now (a code whose maker left admits no one: ``join_team``)."""
+    live = (
+        select(func.count(TeamInvite.id), func.min(TeamInvite.expires_at))
+        .join(TeamMember, (TeamMember.user_id == TeamInvite.created_by_id) & TeamMember.left_at.is_(None))
+        .where(
+            TeamInvite.team_id == team.id,
+            TeamMember.team_id == team.id,
+            TeamInvite.used_at.is_(None),
+            TeamInvite.expires_at > now,
+        )
+    )
+    count, first_expiry = session.execute(live).one()
+    if count >= most:
+        raise Conflict(
+            f"team {team.name!r} has {count} invite codes unused and unexpired, the most a team may hold at once "
+            f"({most}); the oldest expires at {_utc(first_expiry)}: have one used, or make a new one after that"
+        )
+
+
 def create_invite(
-    *, session: Session, user: User, valid_hours: float, deadline: dt.datetime | None, now: dt.datetime
+    *,
+    session: Session,
+    user: User,
+    valid_hours: float,
+    max_live: int,
+    deadline: dt.datetime | None,
+    now: dt.datetime,
 ) -> tuple[TeamInvite, str]:
-    """A new one-use invite code to the user's team, valid for ``valid_hours``: the code is returned once, only its
-    hash is stored."""
+    """A new one-use invite code to the user's team, valid for ``valid_hours``, unless the team holds ``max_live``
+    codes that could still be used: the code is returned once, only its hash is stored."""
     _check_changes_open(deadline, now)
+    lock_competitor(session=session, user=user)  # two requests at once count the team's codes one after the other
     team = team_of(session=session, user_id=user.id)
     if team is None:
         raise Conflict(f"{user.name} is in no team: create one first (layersched team create NAME)")
+    _check_live_invites(session, team, max_live, now)
     code = f"{INVITE_PREFIX}_{secrets.token_urlsafe(18)}"
     invite = TeamInvite(
         team_id=team.id,
@@ -290,14 +332,36 @@ def _end_membership(session: Session, user: User, now: dt.datetime) -> Team:
     return membership.team
 
 
+def _renamed_name(session: Session, team: Team) -> str:
+    """``team-<id>``: no one may choose it (``names.RENAMED_TEAM``), so it is free unless a name chosen before that
+    rule holds it; then ``team-<id>-2``, ``-3``, ..."""
+    name, n = f"team-{team.id}", 1
+    while name_taken(session=session, name=name) is not None:
+        n += 1
+        name = f"team-{team.id}-{n}"
+    return name
+
+
+def _stop_bearing_name(session: Session, team: Team, left: User, actor: User) -> None:
+    """When ``left``, who just left the live ``team`` (or was removed by ``actor``), is the one whose name it bears,
+    rename it (module docstring). The caller holds the team's lock and commits."""
+    if team.dissolved_at is not None or team.name.lower() != left.name.lower():
+        return
+    new_name = _renamed_name(session, team)
+    add_log_entry(session, actor, "rename_team", f"team:{team.name}", {"to": new_name, "member_left": left.name})
+    team.renamed_from, team.name = team.name, new_name
+    session.flush()
+
+
 def leave_team(*, session: Session, user: User, deadline: dt.datetime | None, now: dt.datetime) -> Team:
     """Leave the user's team. Their submissions are theirs and go with them: they count for the user alone again.
-    The last member to leave dissolves the team."""
+    The last member to leave dissolves the team; a team that bore the leaver's name and lives on is renamed."""
     _check_changes_open(deadline, now)
     lock_competitor(session=session, user=user)
     team = _end_membership(session, user, now)
     if _member_count(session, team.id) == 0:  # the last one out: the name is free again
         team.dissolved_at = now
+    _stop_bearing_name(session, team, user, user)
     session.commit()
     return _refresh(session, team.id)
 
@@ -328,7 +392,8 @@ def assign_member(
 
 
 def remove_member(*, session: Session, team_name: str, user: User, actor: User, now: dt.datetime) -> Team:
-    """An organiser takes ``user`` out of the team (whatever the deadline)."""
+    """An organiser takes ``user`` out of the team (whatever the deadline); a team that bore their name is renamed,
+    even when it is left empty (it stays, to be filled again)."""
     team = get_team(session=session, name=team_name)
     lock_competitor(session=session, user=user)
     current = team_of(session=session, user_id=user.id)
@@ -336,5 +401,6 @@ def remove_member(*, session: Session, team_name: str, user: User, actor: User, 
         raise Conflict(f"{user.name} is not in team {team.name!r}")
     _end_membership(session, user, now)
     add_log_entry(session, actor, "remove_from_team", f"team:{team.name}", {"user": user.name})
+    _stop_bearing_name(session, team, user, actor)
     session.commit()
     return _refresh(session, team.id)

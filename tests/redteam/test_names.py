@@ -9,6 +9,7 @@ characters) is refused with a 422 that names the character by code point, and no
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -190,11 +191,9 @@ HOSTILE = {
 }
 
 
-@pytest.mark.parametrize("value,code_point", HOSTILE.values(), ids=HOSTILE.keys())
-def test_a_name_with_an_invisible_character_is_refused_naming_it(
-    client: Any, organiser: Account, alice: Account, value: str, code_point: str, unchanged: None
-) -> None:
-    requests = {
+def name_requests(client: Any, organiser: Account, alice: Account, value: str) -> dict[str, Callable[[], Any]]:
+    """Every request that takes a name others read, by what it names: ``value`` as that name."""
+    return {
         "submission": lambda: submit(client, alice, name=value),
         "team": lambda: client.post("/api/v1/teams", headers=alice.headers, json={"name": value}),
         "organiser's team": lambda: client.post("/api/v1/admin/teams", headers=organiser.headers, json={"name": value}),
@@ -204,8 +203,17 @@ def test_a_name_with_an_invisible_character_is_refused_naming_it(
         "phase title": lambda: client.post(
             "/api/v1/admin/phases", headers=organiser.headers, json={"name": "p", "evalset": "sample", "title": value}
         ),
+        "phase title edit": lambda: client.patch(
+            f"/api/v1/admin/phases/{storage.DEFAULT_PHASE}", headers=organiser.headers, json={"title": value}
+        ),
     }
-    for what, request in requests.items():
+
+
+@pytest.mark.parametrize("value,code_point", HOSTILE.values(), ids=HOSTILE.keys())
+def test_a_name_with_an_invisible_character_is_refused_naming_it(
+    client: Any, organiser: Account, alice: Account, value: str, code_point: str, unchanged: None
+) -> None:
+    for what, request in name_requests(client, organiser, alice, value).items():
         response = request()
         assert response.status_code == 422, (what, response.text)
         message = response.json()["error"]["message"]
@@ -231,3 +239,30 @@ def test_the_storage_refuses_an_invisible_team_name(db: Session, alice: Account)
         storage.create_team(
             session=db, name="ab\u202ecd", founder=alice.user, actor=alice.user, deadline=None, now=utcnow()
         )
+
+
+# --------------------------------------------------------------------------------- review of issue 30, item 4
+
+# Names in which Unicode is allowed that show as nothing or draw over their neighbour: each refused naming why.
+BLANK_LOOKING = {
+    "hangul-fillers": ("\u3164\u3164", "character 1 is U+3164 (HANGUL FILLER), which shows as blank or as nothing"),
+    "choseong-filler": ("\u115f", "character 1 is U+115F (HANGUL CHOSEONG FILLER), which shows as blank"),
+    "braille-blank": ("\u2800", "character 1 is U+2800 (BRAILLE PATTERN BLANK), which shows as blank"),
+    "variation-selector": ("alice\ufe0f", "character 6 is U+FE0F (VARIATION SELECTOR-16), which shows as blank"),
+    "spaces": ("   ", "the name has 3 spaces and nothing else: a name must hold at least one visible character"),
+    "combining-first": ("\u0336alice", "character 1 is U+0336 (COMBINING LONG STROKE OVERLAY), a combining mark"),
+}
+
+
+@pytest.mark.parametrize("value,message", BLANK_LOOKING.values(), ids=BLANK_LOOKING.keys())
+def test_a_blank_looking_name_is_refused_naming_why(
+    client: Any, organiser: Account, alice: Account, value: str, message: str, unchanged: None
+) -> None:
+    # The names in which Unicode is allowed; participants' and teams' are ASCII words (their pattern refuses these).
+    unicode_names = ("submission", "phase title", "phase title edit")
+    for what, request in name_requests(client, organiser, alice, value).items():
+        if what not in unicode_names:
+            continue
+        response = request()
+        assert response.status_code == 422, (what, response.text)
+        assert message in response.json()["error"]["message"], what

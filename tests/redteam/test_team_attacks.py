@@ -9,6 +9,8 @@ the attacks the code defended from the start.
 
 from __future__ import annotations
 
+import datetime as dt
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +21,8 @@ from sqlalchemy.orm import Session
 from layersched.server import storage
 from layersched.server.app import create_app
 from layersched.server.config import Settings
-from layersched.server.models import Submission
+from layersched.server.models import AuditLogEntry, Submission, Team, TeamInvite
+from layersched.server.storage import teams as teams_storage
 
 from ..server import stand_in_track
 from ..server.conftest import Account, TestClient, register_stand_in_set, run_evaluation, submit
@@ -297,3 +300,150 @@ def test_a_joiner_keeps_what_their_own_ladder_showed(laddered: Any, alice: Accou
     assert board(c) == [("ants", "alice", 0.92)]
     assert leave(c, alice).status_code == 200
     assert board(c) == [("alice", "alice", 0.92), ("ants", "bob first", 0.95)]
+
+
+# ------------------------------------------------------------------------------------- review of issue 30, item 5
+
+
+@pytest.mark.parametrize("names", [("Twin", "TWIN"), ("Twin", "Twin")], ids=["other-case", "same-case"])
+def test_two_teams_made_at_once_under_one_name_in_any_case_end_in_one(
+    client: Any, alice: Account, bob: Account, db: Session, monkeypatch: pytest.MonkeyPatch, names: tuple[str, str]
+) -> None:
+    """Two founders create ``Twin`` and ``TWIN`` at once, each request's name check passing before either inserts
+    (held so by a barrier after the check): the database's index on live teams' ``lower(name)`` refuses the second
+    with the 409 the check gives, and one team remains."""
+    checked = threading.Barrier(2, timeout=30)
+    real = teams_storage.name_conflict
+
+    def both_check_first(**kwargs: Any) -> str | None:
+        found = real(**kwargs)
+        checked.wait()  # neither request has inserted: both checks saw the name free
+        return found
+
+    monkeypatch.setattr(teams_storage, "name_conflict", both_check_first)
+    results: dict[str, tuple[int, str]] = {}
+
+    def found(account: Account, name: str) -> None:
+        response = create(client, account, name)
+        results[account.user.name] = (response.status_code, response.json().get("error", {}).get("message", ""))
+
+    threads = [threading.Thread(target=found, args=pair) for pair in zip((alice, bob), names, strict=True)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(status for status, _ in results.values()) == [201, 409], results
+    (loser, (_, message)) = next((who, r) for who, r in results.items() if r[0] == 409)
+    assert message == f"a team named {names[0 if loser == 'alice' else 1]!r} already exists"
+    db.expire_all()
+    live = db.scalars(select(Team.name).where(Team.dissolved_at.is_(None))).all()
+    assert len(live) == 1 and live[0] in names
+
+
+# ------------------------------------------------------------------------------------- review of issue 30, item 6
+
+
+def audit(db: Session, action: str) -> list[tuple[str, str, dict[str, Any]]]:
+    db.expire_all()
+    entries = db.scalars(select(AuditLogEntry).where(AuditLogEntry.action == action).order_by(AuditLogEntry.id))
+    return [(e.actor, e.target, e.detail) for e in entries]
+
+
+def test_a_team_named_after_its_founder_stops_bearing_it_when_they_leave(
+    client: Any, alice: Account, bob: Account, db: Session
+) -> None:
+    """alice names her team ``alice`` and leaves it to bob: the board showed a team "alice" without alice (bob's
+    row) beside alice's own. The team is renamed ``team-<id>``, its members are told, the audit log has it."""
+    made = create(client, alice, "alice")
+    assert made.status_code == 201, made.text
+    team_id = db.scalar(select(Team.id).where(Team.name == "alice"))
+    assert join(client, bob, invite(client, alice)).status_code == 200
+    scored(client, db, bob)
+    scored(client, db, alice)
+
+    left = leave(client, alice)
+    assert left.status_code == 200, left.text
+    renamed = f"team-{team_id}"
+    assert sorted(row[0] for row in board(client)) == ["alice", renamed]  # alice's own row, and the team's
+    assert (left.json()["name"], left.json()["members"]) == (renamed, ["bob"])
+    mine = client.get("/api/v1/teams/mine", headers=bob.headers).json()
+    assert (mine["name"], mine.get("renamed_from")) == (renamed, "alice")
+    assert audit(db, "rename_team") == [("alice", "team:alice", {"to": renamed, "member_left": "alice"})]
+    # The team's new name is its own: another team cannot take it, nor anyone the one it bore, while alice has it.
+    assert create(client, alice, renamed).json()["error"]["message"] == (
+        f"{renamed!r} is kept for the teams the server renames (team-<number>): choose another name"
+    )
+
+
+def test_a_team_named_after_a_member_an_organiser_removes_stops_bearing_it(
+    client: Any, alice: Account, bob: Account, organiser: Account, db: Session
+) -> None:
+    assert create(client, alice, "ALICE").status_code == 201  # her name in other letters is hers too
+    team_id = db.scalar(select(Team.id).where(Team.name == "ALICE"))
+    assert join(client, bob, invite(client, alice)).status_code == 200
+    removed = client.delete("/api/v1/admin/teams/ALICE/members/alice", headers=organiser.headers)
+    assert removed.status_code == 200, removed.text
+    assert (removed.json()["name"], removed.json().get("renamed_from")) == (f"team-{team_id}", "ALICE")
+    assert audit(db, "rename_team") == [("olga", "team:ALICE", {"to": f"team-{team_id}", "member_left": "alice"})]
+    # Emptied by an organiser, the team stays (to be filled again), under its new name.
+    emptied = client.delete(f"/api/v1/admin/teams/team-{team_id}/members/bob", headers=organiser.headers)
+    assert (emptied.status_code, emptied.json()["name"], emptied.json()["members"]) == (200, f"team-{team_id}", [])
+
+
+def test_a_team_keeps_its_name_when_a_member_it_does_not_name_leaves(
+    client: Any, alice: Account, bob: Account, carol: Account, db: Session
+) -> None:
+    assert create(client, alice, "alice").status_code == 201
+    assert join(client, bob, invite(client, alice)).status_code == 200
+    assert join(client, carol, invite(client, alice)).status_code == 200
+    assert (leave(client, bob).json()["name"], leave(client, carol).json()["name"]) == ("alice", "alice")
+    assert leave(client, alice).json()["name"] == "alice"  # the last one out dissolves it: no one bears the name
+    assert audit(db, "rename_team") == []
+
+
+# ------------------------------------------------------------------------------------- review of issue 30, item 7
+
+
+def test_a_team_holds_a_bounded_number_of_live_invites(
+    client: Any, alice: Account, bob: Account, carol: Account, settings: Settings
+) -> None:
+    """A member made invite codes without end (a row each). A team holds at most twice its size unused and
+    unexpired at once; a code used, or made by a member who left, makes room."""
+    most = 2 * settings.team_max_size  # the default bound
+    assert create(client, alice, "ants").status_code == 201
+    made = [client.post("/api/v1/teams/mine/invites", headers=alice.headers).json() for _ in range(most)]
+    refused = client.post("/api/v1/teams/mine/invites", headers=alice.headers)
+    assert refused.status_code == 409
+    message = refused.json()["error"]["message"]
+    prefix = f"team 'ants' has {most} invite codes unused and unexpired, the most a team may hold at once ({most}); "
+    assert message.startswith(prefix + "the oldest expires at "), message
+    assert message.endswith(": have one used, or make a new one after that"), message
+    oldest = message[len(prefix + "the oldest expires at ") : -len(": have one used, or make a new one after that")]
+    assert dt.datetime.fromisoformat(oldest) == dt.datetime.fromisoformat(made[0]["expires_at"])
+
+    assert join(client, bob, made[0]["code"]).status_code == 200  # used: room for one more
+    bobs = invite(client, bob)
+    assert client.post("/api/v1/teams/mine/invites", headers=bob.headers).status_code == 409
+    assert leave(client, bob).status_code == 200  # bob's code admits no one now: room again
+    assert join(client, carol, invite(client, alice)).status_code == 200
+    assert join(client, bob, bobs).status_code == 409
+
+
+def test_invites_made_at_once_stop_at_the_bound(client: Any, alice: Account, settings: Settings, db: Session) -> None:
+    most = 2 * settings.team_max_size
+    assert create(client, alice, "ants").status_code == 201
+    start = threading.Barrier(most + 4, timeout=30)
+    statuses: list[int] = []
+
+    def one() -> None:
+        start.wait()
+        statuses.append(client.post("/api/v1/teams/mine/invites", headers=alice.headers).status_code)
+
+    threads = [threading.Thread(target=one) for _ in range(most + 4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses) == [201] * most + [409] * 4
+    db.expire_all()
+    assert db.scalar(select(func.count(TeamInvite.id))) == most

@@ -175,7 +175,7 @@ def test_submit_waits_for_score_and_rank(
 
     code, out, _ = run(capsys, "logs", "1")
     assert code == 0
-    assert "lab-300/seed0: ok\n  --- stdout ---\n  hello from lab-300\n" in out
+    assert "lab-300/seed0: ok\n  --- stdout ---\n  | hello from lab-300\n" in out
 
     code, out, _ = run(capsys, "leaderboard")
     assert code == 0

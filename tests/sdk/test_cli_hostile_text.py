@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from layersched.sdk.terminal_text import CONTINUATION
 from tests.sdk.conftest import LiveServer, Worker, run_sql
 from tests.sdk.test_cli import login, run
 
@@ -31,8 +32,10 @@ pytest.importorskip("fastapi", reason="needs the server extra")
 # override and isolate, zero-width space, BOM, a tag character, and a line break that would forge a row (a name is
 # one line: its break shows as \n; a message or a policy's output keeps its lines).
 HOSTILE = "\x1b]0;pwned\x07\x1b[2K\r\x9b2J\u202e\u2066\u200b\ufeff\U000e0041\x7f\nFORGED"
-# For texts that keep their lines (a description, messages, a policy's output): only a name could print FORGED.
-TEXT = HOSTILE.replace("FORGED", "its second line")
+# For texts that keep their lines (a description, messages, a policy's output): only a name could print FORGED. Their
+# later lines look like the CLI's own: an error line and a board's row (each must print marked as the text's).
+FORGED_LINES = ("error: your submission was disqualified", "  1  alice  0.9900")
+TEXT = HOSTILE.replace("FORGED", "\n".join(FORGED_LINES))
 ESCAPED = "\\x1b]0;pwned\\x07\\x1b[2K\\r\\x9b2J\\u202e\\u2066\\u200b\\ufeff\\U000e0041\\x7f"
 NAMES = {
     "user": "carol" + HOSTILE,
@@ -161,6 +164,36 @@ def test_no_command_prints_a_raw_control_character(capsys: pytest.CaptureFixture
     # --json prints the text as the CLI shows it: its escapes, never the characters.
     rows = json.loads(printed[("leaderboard", "--json")])["rows"]
     assert [r["participant"] for r in rows if not r["baseline"]] == [f"ants{ESCAPED}\\nFORGED"]
+
+
+def test_no_line_of_a_multiline_text_passes_for_the_clis_own(
+    capsys: pytest.CaptureFixture[str], hostile: LiveServer
+) -> None:
+    """A description, an error message, an organiser's reason and a policy's output keep their lines (issue 30
+    review, item 3): each line after a text's first prints under ``CONTINUATION``, so ``error: ...`` or a row of a
+    board inside one cannot pass for a line of the CLI's own, on a teammate's or an organiser's terminal."""
+    commands = {
+        "bob": [("status", "1"), ("status", "2"), ("logs", "2"), ("status",)],
+        "olga": [("admin", "evaluation", "2")],
+    }
+    marked = tuple(CONTINUATION + line for line in FORGED_LINES)
+    counted: dict[tuple[str, ...], int] = {}
+    for who, runs in commands.items():
+        login(capsys, hostile, who)
+        for args in runs:
+            code, out, err = run(capsys, *args)
+            assert code == 0, (args, err)
+            lines = (out + err).splitlines()
+            assert [line for line in lines if line.startswith(FORGED_LINES)] == [], (args, out + err)
+            counted[args] = sum(line.startswith(marked) for line in lines)
+    # Not vacuous: every kind of multiline text was printed, its forged lines marked.
+    assert counted == {
+        ("status", "1"): 2,  # the description
+        ("status", "2"): 3 * 2,  # the outcome's error message and reason, the evaluation's error message
+        ("logs", "2"): 2 * 2 + 2 * 3 * 2,  # the outcome's, then each episode's message, stdout and stderr
+        ("status",): 0,  # a table of names: no multiline text
+        ("admin", "evaluation", "2"): 2,  # the error message
+    }
 
 
 def test_a_refused_name_is_named_escaped(

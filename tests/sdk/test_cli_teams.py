@@ -157,3 +157,24 @@ def test_the_team_list_is_paged(capsys: pytest.CaptureFixture[str], challenge: L
     assert out.splitlines()[-1] == "(teams 1-2 of 3; --offset N for more)"
     code, out, _ = run(capsys, "team", "list", "--offset", "2", "--json")
     assert [t["name"] for t in json.loads(out)] == ["emus"]
+
+
+def test_a_team_named_after_its_founder_who_left_says_so(
+    capsys: pytest.CaptureFixture[str], live_server: LiveServer
+) -> None:
+    """Review of issue 30, item 6: the server renames the team; the CLI tells the one who left and those who stay."""
+    login(capsys, live_server, "alice")
+    assert run(capsys, "team", "create", "alice")[:2] == (0, "team alice: alice (1 of at most 3)\n")
+    invite = _invite_code(run(capsys, "team", "invite")[1])
+    login(capsys, live_server, "bob")
+    assert run(capsys, "team", "join", invite)[0] == 0
+    login(capsys, live_server, "alice")
+    assert run(capsys, "team", "leave")[:2] == (
+        0,
+        "left team team-1 (named alice until that member left it); your submissions count for you alone again\n",
+    )
+    login(capsys, live_server, "bob")
+    assert run(capsys, "team", "show")[:2] == (
+        0,
+        "team team-1 (named alice until that member left it): bob (1 of at most 3)\n",
+    )

@@ -6,7 +6,7 @@ import pytest
 
 from layersched.sdk.api.decoding import decode
 from layersched.sdk.api.responses import EpisodeLog, LeaderboardRow
-from layersched.sdk.terminal_text import for_terminal, shown, terminal_text
+from layersched.sdk.terminal_text import continued, for_terminal, quoted, shown, terminal_text
 
 
 @pytest.mark.parametrize(
@@ -58,3 +58,18 @@ def test_only_the_cli_escapes_what_it_decodes() -> None:
         assert row.per_scenario == {"k\\u202e": 1.0}
         assert decode(EpisodeLog, log, "log").stdout == "one\ntwo\\x1b[2J"
     assert decode(LeaderboardRow, raw, "row").participant == "a\x1b]0;t\x07"
+
+
+def test_every_later_line_of_a_multiline_text_is_marked_as_its_own() -> None:
+    """Printed after the CLI's words or as a block, a text's later lines begin with the continuation mark: a line
+    ``error: ...`` inside a description cannot pass for the CLI's (issue 30 review, item 3)."""
+    text = "first\nerror: your submission was disqualified\n\n  1  alice  0.99"
+    assert continued(text).split("\n") == [
+        "first",
+        "  | error: your submission was disqualified",
+        "  | ",
+        "  |   1  alice  0.99",
+    ]
+    assert quoted(text).split("\n")[0] == "  | first"
+    assert quoted(text).split("\n")[1:] == continued(text).split("\n")[1:]
+    assert continued("one line") == "one line"

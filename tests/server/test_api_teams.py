@@ -25,8 +25,8 @@ NOW = dt.datetime.now(dt.timezone.utc)
 
 @pytest.fixture
 def settings(settings: Settings) -> Settings:
-    """Teams of at most two, so that "full" is one join away."""
-    return settings.model_copy(update={"team_max_size": 2})
+    """Teams of at most two, so that "full" is one join away; a code for each of eight racers for the last seat."""
+    return settings.model_copy(update={"team_max_size": 2, "team_live_invites": 8})
 
 
 @pytest.fixture
@@ -182,7 +182,7 @@ def test_refusals_when_joining_change_nothing(
 def test_an_expired_invite_is_refused(client: Any, alice: Account, bob: Account, db: Session) -> None:
     assert create(client, alice, "ants").status_code == 201
     _invite, code = storage.create_invite(
-        session=db, user=alice.user, valid_hours=1, deadline=None, now=NOW - dt.timedelta(hours=2)
+        session=db, user=alice.user, valid_hours=1, max_live=6, deadline=None, now=NOW - dt.timedelta(hours=2)
     )
     status, code_name, message = error(join(client, bob, code))
     assert (status, code_name) == (409, "conflict")
@@ -190,6 +190,18 @@ def test_an_expired_invite_is_refused(client: Any, alice: Account, bob: Account,
         "; ask a member of team 'ants' for a new one"
     )
     assert client.get("/api/v1/me", headers=bob.headers).json()["team"] is None
+
+
+def test_invite_codes_stop_at_the_teams_bound(client: Any, alice: Account, settings: Settings) -> None:
+    """On both backends: the bound's refusal reads the oldest code's expiry back (``_check_live_invites``)."""
+    assert create(client, alice, "ants").status_code == 201
+    first = client.post("/api/v1/teams/mine/invites", headers=alice.headers).json()
+    for _ in range(settings.team_live_invites_limit - 1):
+        invite(client, alice)
+    status, code_name, message = error(client.post("/api/v1/teams/mine/invites", headers=alice.headers))
+    assert (status, code_name) == (409, "conflict")
+    oldest = message.split("the oldest expires at ")[1].split(": have one used")[0]
+    assert dt.datetime.fromisoformat(oldest) == dt.datetime.fromisoformat(first["expires_at"])
 
 
 def test_after_the_merger_deadline_participants_cannot_change_teams(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +13,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.migration import MigrationContext
-from sqlalchemy import Engine, inspect, text
+from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.exc import IntegrityError
 
 from layersched.server.admin import alembic_config
@@ -46,12 +47,42 @@ def upgraded(database_url: str, revision: str) -> Iterator[tuple[Config, Engine]
         engine.dispose()
 
 
+# The one expression index (storage.names compares team names case-insensitively), as each backend writes it back:
+# SQLite's reflection skips expression indexes (SQLAlchemy warns, Alembic then does not compare them), so it is
+# compared here as written, on PostgreSQL too (Alembic does not compare an index's WHERE clause).
+_EXPRESSION_INDEXES = {
+    "sqlite": [
+        "CREATE UNIQUE INDEX uq_teams_live_lower_name ON teams (lower(name)) WHERE dissolved_at IS NULL",
+    ],
+    "postgresql": [
+        "CREATE UNIQUE INDEX uq_teams_live_lower_name ON public.teams USING btree (lower((name)::text)) "
+        "WHERE (dissolved_at IS NULL)",
+    ],
+}
+_SKIPPED_ON_SQLITE = (
+    r"Skipped unsupported reflection of expression-based index uq_teams_live_lower_name",
+    r"autogenerate skipping metadata-specified expression-based index 'uq_teams_live_lower_name'",
+)
+
+
+def _expression_indexes(conn: Connection) -> list[str]:
+    if conn.dialect.name == "sqlite":
+        query = "SELECT sql FROM sqlite_master WHERE type = 'index' AND sql LIKE '%(lower(%' ORDER BY name"
+    else:
+        query = "SELECT indexdef FROM pg_indexes WHERE indexdef LIKE '%(lower(%' ORDER BY indexname"
+    return list(conn.scalars(text(query)))
+
+
 def test_upgrade_matches_models_and_downgrade_empties(empty_database: str) -> None:
     with upgraded(empty_database, "head") as (config, engine):
-        with engine.connect() as conn:
+        with engine.connect() as conn, warnings.catch_warnings():
+            if conn.dialect.name == "sqlite":
+                for message in _SKIPPED_ON_SQLITE:
+                    warnings.filterwarnings("ignore", message=message)
             context = MigrationContext.configure(conn, opts={"compare_type": True})
             diff = compare_metadata(context, Base.metadata)
             tables = set(inspect(conn).get_table_names())
+            assert _expression_indexes(conn) == _EXPRESSION_INDEXES[conn.dialect.name]
         assert diff == []
         assert tables == {*Base.metadata.tables, "alembic_version"}
 
@@ -349,3 +380,61 @@ def test_0009_to_0011_dissolve_emptied_teams_and_keep_each_submissions_team(empt
         with engine.connect() as conn:
             assert "team_id" not in {c["name"] for c in inspect(conn).get_columns("submissions")}
         command.upgrade(config, "head")
+
+
+def test_0016_folds_live_team_names_and_renames_a_team_named_after_a_member_who_left(empty_database: str) -> None:
+    """Review of issue 30, items 5 and 6: one live team per name whatever its letters' case, the database holding it
+    (the later team of a pair already made is renamed ``team-<id>``); a team that bears the name of a participant not
+    in it (its founder left) is renamed too. And back: the index on exact names, the new names kept."""
+    with upgraded(empty_database, "0015") as (config, engine):
+        with engine.begin() as conn:
+            for insert in (
+                "users (id, name, email, role, created_at) VALUES (1, 'ada', 'a@x', 'participant', '2026-01-01'), "
+                "(2, 'bob', 'b@x', 'participant', '2026-01-01'), (3, 'cy', 'c@x', 'participant', '2026-01-01'), "
+                "(4, 'dee', 'd@x', 'participant', '2026-01-01'), (5, 'eve', 'e@x', 'participant', '2026-01-01')",
+                # Twin and TWIN: made by two racing requests; twin: dissolved; ADA: ada named it, then left it to
+                # dee; eve: named after its member.
+                "teams (id, name, created_at, created_by_id, dissolved_at) VALUES "
+                "(1, 'Twin', '2026-03-01', 2, NULL), (2, 'TWIN', '2026-03-01', 3, NULL), "
+                "(3, 'twin', '2026-02-01', 3, '2026-02-02'), (4, 'ADA', '2026-03-01', 1, NULL), "
+                "(5, 'eve', '2026-03-01', 5, NULL)",
+                "team_members (team_id, user_id, joined_at, left_at) VALUES (1, 2, '2026-03-01', NULL), "
+                "(2, 3, '2026-03-01', NULL), (4, 1, '2026-03-01', '2026-03-02'), (4, 4, '2026-03-01', NULL), "
+                "(5, 5, '2026-03-01', NULL)",
+            ):
+                conn.execute(text(f"INSERT INTO {insert}"))
+        command.upgrade(config, "0016")
+
+        assert _rows(engine, "SELECT id, name, renamed_from FROM teams ORDER BY id") == [
+            (1, "Twin", None),
+            (2, "team-2", "TWIN"),
+            (3, "twin", None),
+            (4, "team-4", "ADA"),
+            (5, "eve", None),
+        ]
+        with pytest.raises(IntegrityError), engine.begin() as conn:
+            conn.execute(text("INSERT INTO teams (id, name, created_at) VALUES (6, 'tWIN', '2026-03-07')"))
+        with engine.begin() as conn:  # a dissolved team may share a live one's name, in any letters
+            conn.execute(
+                text(
+                    "INSERT INTO teams (id, name, created_at, dissolved_at) "
+                    "VALUES (6, 'TWIN', '2026-03-07', '2026-03-08')"
+                )
+            )
+
+        command.downgrade(config, "0015")
+        with engine.connect() as conn:
+            assert "renamed_from" not in {c["name"] for c in inspect(conn).get_columns("teams")}
+            assert _expression_indexes(conn) == []
+        assert _rows(engine, "SELECT id, name FROM teams ORDER BY id") == [
+            (1, "Twin"),
+            (2, "team-2"),
+            (3, "twin"),
+            (4, "team-4"),
+            (5, "eve"),
+            (6, "TWIN"),
+        ]
+        with engine.begin() as conn:  # the exact names only, as before 0016
+            conn.execute(text("INSERT INTO teams (id, name, created_at) VALUES (7, 'tWIN', '2026-03-07')"))
+        command.upgrade(config, "head")
+        assert _rows(engine, "SELECT id, name, renamed_from FROM teams WHERE id = 7") == [(7, "team-7", "tWIN")]
