@@ -427,7 +427,7 @@ class Team(Base):
     __tablename__ = "teams"
     __table_args__ = (
         # An expression index: SQLAlchemy cannot reflect it on SQLite, so a migration that rebuilds this table there
-        # (batch mode) drops it before and makes it again after (migrations/versions/0016_team_name_case.py).
+        # (batch mode) drops it before and makes it again after (migrations/versions/0017_team_name_case.py).
         Index(
             "uq_teams_live_lower_name",
             text("lower(name)"),

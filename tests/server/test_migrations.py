@@ -382,11 +382,11 @@ def test_0009_to_0011_dissolve_emptied_teams_and_keep_each_submissions_team(empt
         command.upgrade(config, "head")
 
 
-def test_0016_folds_live_team_names_and_renames_a_team_named_after_a_member_who_left(empty_database: str) -> None:
+def test_0017_folds_live_team_names_and_renames_a_team_named_after_a_member_who_left(empty_database: str) -> None:
     """Review of issue 30, items 5 and 6: one live team per name whatever its letters' case, the database holding it
     (the later team of a pair already made is renamed ``team-<id>``); a team that bears the name of a participant not
     in it (its founder left) is renamed too. And back: the index on exact names, the new names kept."""
-    with upgraded(empty_database, "0015") as (config, engine):
+    with upgraded(empty_database, "0016") as (config, engine):
         with engine.begin() as conn:
             for insert in (
                 "users (id, name, email, role, created_at) VALUES (1, 'ada', 'a@x', 'participant', '2026-01-01'), "
@@ -403,7 +403,7 @@ def test_0016_folds_live_team_names_and_renames_a_team_named_after_a_member_who_
                 "(5, 5, '2026-03-01', NULL)",
             ):
                 conn.execute(text(f"INSERT INTO {insert}"))
-        command.upgrade(config, "0016")
+        command.upgrade(config, "0017")
 
         assert _rows(engine, "SELECT id, name, renamed_from FROM teams ORDER BY id") == [
             (1, "Twin", None),
@@ -422,7 +422,7 @@ def test_0016_folds_live_team_names_and_renames_a_team_named_after_a_member_who_
                 )
             )
 
-        command.downgrade(config, "0015")
+        command.downgrade(config, "0016")
         with engine.connect() as conn:
             assert "renamed_from" not in {c["name"] for c in inspect(conn).get_columns("teams")}
             assert _expression_indexes(conn) == []
@@ -434,7 +434,7 @@ def test_0016_folds_live_team_names_and_renames_a_team_named_after_a_member_who_
             (5, "eve"),
             (6, "TWIN"),
         ]
-        with engine.begin() as conn:  # the exact names only, as before 0016
+        with engine.begin() as conn:  # the exact names only, as before 0017
             conn.execute(text("INSERT INTO teams (id, name, created_at) VALUES (7, 'tWIN', '2026-03-07')"))
         command.upgrade(config, "head")
         assert _rows(engine, "SELECT id, name, renamed_from FROM teams WHERE id = 7") == [(7, "team-7", "tWIN")]

@@ -1,8 +1,8 @@
 """one live team per name compared case-insensitively; a team renamed when the member whose name it bore left
 (review of issue 30, items 5 and 6)
 
-Revision ID: 0016
-Revises: 0015
+Revision ID: 0017
+Revises: 0016
 Create Date: 2026-12-05 10:00:00
 
 Up: ``teams.renamed_from`` (the name a renamed team bore, None for the others). The unique index on the names of
@@ -26,8 +26,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0016"
-down_revision: str | None = "0015"
+revision: str = "0017"
+down_revision: str | None = "0016"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
