@@ -127,24 +127,32 @@ def _best_public(entries: list[ScoredEntry], revealed: Mapping[int, Shown] | Non
     its submissions show it."""
     if revealed is None:
         return {who: min(own, key=_order) for who, own in _by_competitor(entries).items()}
-    return {who: _best_shown(own, revealed) for who, own in _by_competitor(entries).items()}
+    rows = {who: _best_shown(own, revealed) for who, own in _by_competitor(entries).items()}
+    return {who: row for who, row in rows.items() if row is not None}
 
 
-def _best_shown(own: list[ScoredEntry], revealed: Mapping[int, Shown]) -> ScoredEntry:
-    """The competitor's row under the Ladder: of its submissions, the one whose shown score is best, with that score.
+def _best_shown(own: list[ScoredEntry], revealed: Mapping[int, Shown]) -> ScoredEntry | None:
+    """The competitor's row under the Ladder: of its submissions, the one whose shown score is best, with that score;
+    None when no submission of the competitor shows a score of its own submissions on the board.
 
-    A competitor whose submissions were all made under one Ladder shows its last revealed entry itself. One whose
-    submissions were made under several (a member who left a team, a team a member joined with their own) may hold
-    a submission whose shown score is another's, revealed under the team's Ladder; a submission may also show the
-    score of one that has left the board since (disqualified, its owner disabled) or a score it had before a rerun.
-    Its row is then that submission, with the score it shows its owner, never its raw one.
+    A submission may show the score of another: revealed before it under the same Ladder. A competitor ranks only
+    by scores of its own submissions that are on the board (``own``). A score whose submission left the board
+    (disqualified, its owner disabled) ranks nobody: a probe it held back would otherwise put a disqualified score
+    back on the board. Nor does a score whose submission went with a member who left a team: one evaluation would
+    rank two competitors. A probe that shows such a score still shows it to its owner (``PublicView``), never its
+    raw one. A competitor whose submissions were all made under one Ladder shows its last revealed entry itself; a
+    submission showing its score before a rerun ranks with that score.
     """
+    on_board = {entry.submission_id for entry in own}
+    ranked = [entry for entry in own if revealed[entry.submission_id].submission_id in on_board]
+    if not ranked:
+        return None
 
     def key(entry: ScoredEntry) -> tuple[Any, ...]:
         shown = revealed[entry.submission_id]
         return (*_order(shown), shown.submission_id != entry.submission_id)
 
-    best = min(own, key=key)
+    best = min(ranked, key=key)
     shown = revealed[best.submission_id]
     if shown.evaluation_id == best.evaluation_id:
         return best

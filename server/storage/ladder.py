@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
-from layersched.server.models import Evaluation, LadderVerdict, LeaderboardState, Phase, Submission
-from layersched.server.storage.leaderboard import Competitor, get_leaderboard_state, origin_of
+from layersched.server.models import EvalSet, Evaluation, LadderVerdict, Phase, Submission
+from layersched.server.storage.leaderboard import Competitor, origin_of
 from layersched.server.storage.members import lock_row
 
 
@@ -41,9 +41,10 @@ class Verdict:
 
 
 def ladder_verdicts(*, session: Session, phase: Phase) -> dict[int, Verdict]:
-    """Every verdict on the public scores of ``phase``'s submissions on its set, by submission, in the order they
-    were made (so that each Ladder's latest verdict is the last of its origin). Disqualified submissions and those
-    of disabled users are in: they stay probes of their Ladder when they leave the boards."""
+    """Every verdict on public scores on ``phase``'s set, by submission, in the order they were made (so that each
+    Ladder's latest verdict is the last of its origin). A Ladder guards a hidden split, so the verdicts of every
+    phase on the set are one history: a second phase on the set is not a fresh Ladder. Disqualified submissions and
+    those of disabled users are in: they stay probes of their Ladder when they leave the boards."""
     probe, shown_evaluation, shown_submission = aliased(Submission), aliased(Evaluation), aliased(Submission)
     rows = session.execute(
         select(
@@ -59,7 +60,7 @@ def ladder_verdicts(*, session: Session, phase: Phase) -> dict[int, Verdict]:
         .join(probe, probe.id == LadderVerdict.submission_id)
         .join(shown_evaluation, shown_evaluation.id == LadderVerdict.shown_evaluation_id)
         .join(shown_submission, shown_submission.id == shown_evaluation.submission_id)
-        .where(probe.phase_id == phase.id, LadderVerdict.evalset_name == phase.evalset.name)
+        .where(LadderVerdict.evalset_name == phase.evalset.name)  # every phase's on the set: one hidden split
         .order_by(LadderVerdict.id)
     )
     return {
@@ -69,11 +70,10 @@ def ladder_verdicts(*, session: Session, phase: Phase) -> dict[int, Verdict]:
 
 
 def lock_ladders(*, session: Session, phase: Phase) -> None:
-    """Hold ``phase``'s Ladders until the transaction ends: one writer of verdicts at a time, so that each verdict
-    is judged against every verdict made before it (two boards built at once by two processes would otherwise
-    judge two new probes of one Ladder each against the same best)."""
-    state = get_leaderboard_state(session=session, phase=phase)
-    lock_row(session, LeaderboardState, state.id)
+    """Hold the Ladders of ``phase``'s set until the transaction ends: one writer of verdicts at a time, so that
+    each verdict is judged against every verdict made before it (two boards built at once by two processes, of one
+    phase or of two phases on the set, would otherwise judge two new probes of one Ladder against the same best)."""
+    lock_row(session, EvalSet, phase.evalset.id)
 
 
 def record_ladder_verdicts(*, session: Session, phase: Phase, verdicts: Iterable[Verdict]) -> None:

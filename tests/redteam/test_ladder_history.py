@@ -114,7 +114,8 @@ def test_disqualifying_a_shown_submission_reveals_nothing_its_ladder_withheld(
     assert response.status_code == 200, response.text
     assert [witness.look(alice, sid) for sid in held] == [(0.90, False), (0.90, False)]
     assert "base" not in [name for _who, name, _score in board(c)]
-    assert board(c) == [("alice", "held 0.87", 0.90)]
+    # Her probes show the disqualified 0.90, which ranks nobody (the Ladder review's finding 2): she has no row.
+    assert board(c) == []
     # A new probe is still judged against the 0.90 the Ladder showed.
     later = probe(c, db, alice, 0.86, "later")
     assert witness.look(alice, later) == (0.90, False)
@@ -137,7 +138,7 @@ def test_disabling_a_member_reveals_nothing_the_teams_ladder_withheld(
 
     assert c.post("/api/v1/admin/users/alice/disable", headers=organiser.headers).status_code == 200
     assert witness.look(bob, held) == (0.90, False)
-    assert board(c) == [("ants", "held", 0.90)]
+    assert board(c) == []  # bob's probe shows alice's 0.90, off the boards with her: it ranks nobody
     assert c.post("/api/v1/admin/users/alice/enable", headers=organiser.headers).status_code == 200
     assert witness.look(bob, held) == (0.90, False)
     assert leave(c, bob).status_code == 200
