@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from sqlalchemy.orm import Session
 
 from ..server.conftest import POLICY, Account, run_evaluation
