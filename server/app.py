@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from layersched.server import leaderboard as ranking
 from layersched.server.body_limits import RequestBodyLimits
 from layersched.server.config import Settings, get_settings
-from layersched.server.db import make_engine, make_sessionmaker
+from layersched.server.db import make_engine, make_probe_engine, make_sessionmaker
 from layersched.server.errors import ServiceError, error_response
 from layersched.server.metrics import ServiceCollector
 from layersched.server.notifications import Notifier
@@ -85,6 +85,7 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
     settings = settings or get_settings()
     load_tracks(settings.track_modules)  # before any request: every page of a board reads its set's track
     engine = make_engine(settings.database_url)
+    probe_engine = make_probe_engine(settings.database_url, timeout_s=settings.health_probe_timeout_s)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -98,6 +99,7 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
             if notifier is not None:
                 notifier.stop()
             engine.dispose()
+            probe_engine.dispose()
 
     app = FastAPI(
         title="layersched API",
@@ -110,6 +112,7 @@ def create_app(settings: Settings | None = None, *, enqueuer: Enqueuer | None = 
     )
     app.state.settings = settings
     app.state.engine = engine
+    app.state.probe_engine = probe_engine  # /healthz's: a connection per probe, bounded in time
     app.state.sessionmaker = make_sessionmaker(engine)
     ranking.configure_cache(
         engine,

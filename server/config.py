@@ -212,6 +212,15 @@ class Settings(BaseSettings):
         int, Field(ge=1, description="the failure-rate alert needs at least this many evaluations in the window")
     ] = 5
     alert_repeat_s: Annotated[float, Field(gt=0, description="an alert that holds is sent again this often")] = 3600
+    health_probe_timeout_s: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="how long /healthz waits for the database and for the broker to connect and to answer "
+            "(each; the database's connect takes at least 2 s to give up, PostgreSQL's least connect_timeout) "
+            "before it reports the service unavailable",
+        ),
+    ] = 2
     requeue_after_s: Annotated[
         float, Field(gt=0, description="a queued evaluation this old, with its queue empty, is sent again")
     ] = 120

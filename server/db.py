@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import NullPool
 
 
 def make_engine(database_url: str) -> Engine:
@@ -25,6 +27,29 @@ def make_engine(database_url: str) -> Engine:
     if url.get_backend_name() == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine
+
+
+def make_probe_engine(database_url: str, *, timeout_s: float) -> Engine:
+    """An engine for ``/healthz``'s probe: a new connection per probe, which gives up after ``timeout_s`` connecting
+    (PostgreSQL's ``connect_timeout``: whole seconds, at least 2, as libpq counts them) and answering (its
+    ``statement_timeout``; SQLite's busy timeout). Not the app's pool: checking out a pooled connection pings it with
+    no time limit, so a database that stalled after connecting would hold the probe for ever."""
+    url = make_url(database_url)
+    connect_args: dict[str, Any] = {}
+    if url.get_backend_name() == "sqlite":
+        connect_args = {"check_same_thread": False, "timeout": timeout_s}
+    elif url.get_backend_name() == "postgresql":
+        connect_args = {
+            "connect_timeout": max(2, math.ceil(timeout_s)),
+            "options": f"-c statement_timeout={math.ceil(timeout_s * 1000)}",
+        }
+    return create_engine(url, poolclass=NullPool, connect_args=connect_args)
+
+
+def ping_database(engine: Engine) -> None:
+    """Raise ``SQLAlchemyError`` unless the database answers a query (within the probe engine's timeouts)."""
+    with engine.connect() as connection:
+        connection.execute(text("SELECT 1"))
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

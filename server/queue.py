@@ -57,21 +57,33 @@ def enqueue(enqueuer: Enqueuer, evaluation: Evaluation) -> bool:
     return True
 
 
+def _connection(broker_url: str, timeout: float) -> Connection:
+    """A connection whose every wait is bounded by ``timeout``: connecting, and each read and write (Redis's
+    ``socket_timeout``, which kombu's ``connect_timeout`` does not set). Without the latter a broker that accepts
+    connections and never answers held a probe, and the API's thread running it, for ever."""
+    bounded = {"socket_connect_timeout": timeout, "socket_timeout": timeout}
+    return Connection(broker_url, connect_timeout=timeout, transport_options=bounded)  # type: ignore[no-untyped-call]
+
+
 def ping_broker(broker_url: str, *, timeout: float = 2.0) -> None:
-    """Raise OperationalError (or OSError) if the broker cannot be reached within ``timeout`` seconds."""
-    with Connection(broker_url, connect_timeout=timeout) as connection:  # type: ignore[no-untyped-call]
+    """Raise OperationalError (or OSError) if the broker cannot be reached, or does not answer, within ``timeout``
+    seconds (each wait; a retry or two may add as many)."""
+    with _connection(broker_url, timeout) as connection:
         connection.ensure_connection(max_retries=1, timeout=timeout)
 
 
 def queue_depths(broker_url: str, *, timeout: float = 2.0) -> dict[str, int]:
     """Messages waiting in each queue (a queue nobody declared yet counts as empty)."""
     depths: dict[str, int] = {}
-    with Connection(broker_url, connect_timeout=timeout) as connection:  # type: ignore[no-untyped-call]
+    with _connection(broker_url, timeout) as connection:
         connection.ensure_connection(max_retries=1, timeout=timeout)
-        channel = connection.default_channel
-        for queue in QUEUES:
-            try:
-                depths[queue] = channel.queue_declare(queue=queue, passive=True).message_count
-            except ChannelError:
-                depths[queue] = 0
+        try:
+            channel = connection.default_channel
+            for queue in QUEUES:
+                try:
+                    depths[queue] = channel.queue_declare(queue=queue, passive=True).message_count
+                except ChannelError:
+                    depths[queue] = 0
+        except connection.connection_errors as exc:  # Redis's own (a read timed out), as the connect's are
+            raise OperationalError(f"the broker did not answer: {exc}") from exc
     return depths

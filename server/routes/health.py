@@ -15,10 +15,11 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials
 from kombu.exceptions import OperationalError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from layersched.server.deps import Organiser, SessionDep, SettingsDep, bearer, get_optional_user
+from layersched.server.config import Settings
+from layersched.server.db import ping_database
+from layersched.server.deps import Organiser, SessionDep, bearer, get_optional_user
 from layersched.server.queue import ping_broker
 from layersched.server.schemas import ErrorBody, Health
 
@@ -31,20 +32,26 @@ _UNKNOWN_TOKEN: dict[int | str, dict[str, Any]] = {
 
 @router.get("/healthz", response_model=Health, responses={503: {"model": Health}, **_UNKNOWN_TOKEN})
 def healthz(
+    request: Request,
     session: SessionDep,
-    settings: SettingsDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> JSONResponse:
     """200 ``{"status": "ok"}`` when the database and the broker answer, else 503 ``{"status": "unavailable"}``.
     An organiser's token adds each one's answer (``database``, ``broker``: ``ok`` or the error); the log has them
-    always. While the database is down no token can be checked: everyone then gets the plain answer."""
+    always. While the database is down no token can be checked: everyone then gets the plain answer.
+
+    Each probe waits at most ``LAYERSCHED_HEALTH_PROBE_TIMEOUT_S`` to connect and to be answered, so that a
+    dependency that accepts connections and never answers makes the service unavailable, not this request hang.
+    The settings are the app's own, not ``SettingsDep``: those read the challenge's rules from the database, with
+    no such bound."""
+    settings: Settings = request.app.state.settings
     answers = {"database": "ok", "broker": "ok"}
     try:
-        session.execute(text("SELECT 1"))
+        ping_database(request.app.state.probe_engine)
     except SQLAlchemyError as exc:
         answers["database"] = f"error: {type(exc).__name__}: {exc}".splitlines()[0]
     try:
-        ping_broker(settings.broker_url, timeout=2.0)
+        ping_broker(settings.broker_url, timeout=settings.health_probe_timeout_s)
     except (OperationalError, OSError) as exc:
         answers["broker"] = f"error: {exc}".splitlines()[0]
     healthy = all(answer == "ok" for answer in answers.values())

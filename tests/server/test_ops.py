@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +19,7 @@ from layersched.sim.tracks import TrackError, get_track
 from layersched.sim.tracks import registry as track_registry
 
 from . import stand_in_track
-from .conftest import Account, TestClient, run_evaluation, submit
+from .conftest import BROKER, Account, TestClient, run_evaluation, submit
 
 
 @pytest.mark.redis
@@ -60,6 +63,77 @@ def test_healthz_tells_anyone_nothing_of_the_databases_error(
         assert (response.status_code, response.json()) == (503, {"status": "unavailable"})
         assert "layersched_no_such_database" not in response.text
     assert "database error: OperationalError" in caplog.text and "layersched_no_such_database" in caplog.text
+
+
+@pytest.fixture
+def silent_peer() -> Iterator[socket.socket]:
+    """A listening local TCP socket that never accepts and never says a word (the kernel completes connections from
+    its backlog): a stalled broker or database. Closing it resets the connections still waiting."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        yield listener
+
+
+def get_within(client: Any, path: str, seconds: float, peer: socket.socket) -> Any:
+    """``client.get(path)`` from a thread given ``seconds`` (generous: not a timing check, a bound on a hang). A
+    request still hanging then fails the test, after ``peer`` is closed so that the request (and the app) can end."""
+    answers: list[Any] = []
+
+    def get() -> None:
+        try:
+            answers.append(client.get(path))
+        except BaseException as exc:  # noqa: BLE001  (a hung request fails once the peer is closed)
+            answers.append(exc)
+
+    thread = threading.Thread(target=get, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        peer.close()
+        thread.join(seconds)
+        pytest.fail(f"GET {path} had no answer within {seconds} s")
+    (answer,) = answers
+    return answer
+
+
+def test_healthz_answers_while_the_broker_is_stalled(
+    settings: Settings, enqueued: Any, silent_peer: socket.socket
+) -> None:
+    """Review (issue 30 follow-up, item 8): a broker that accepts connections and never answers held /healthz (and
+    a server thread) for ever: the probe had a connect timeout but no read timeout. Now it reports unhealthy."""
+    port = silent_peer.getsockname()[1]
+    stalled = settings.model_copy(update={"broker_url": f"redis://127.0.0.1:{port}/0"})
+    with TestClient(create_app(stalled, enqueuer=enqueued)) as client:
+        response = get_within(client, "/healthz", 60, silent_peer)
+    assert (response.status_code, response.json()) == (503, {"status": "unavailable"})
+
+
+@pytest.mark.redis
+def test_healthz_answers_while_the_database_is_stalled(enqueued: Any, silent_peer: socket.socket) -> None:
+    """The same for a PostgreSQL server that accepts connections and never answers (item 8's database probe)."""
+    port = silent_peer.getsockname()[1]
+    stalled = Settings(  # type: ignore[call-arg]
+        _env_file=None,
+        database_url=f"postgresql+psycopg://postgres@127.0.0.1:{port}/layersched",
+        broker_url=BROKER,
+        notify_interval_s=0,
+    )
+    with TestClient(create_app(stalled, enqueuer=enqueued)) as client:
+        response = get_within(client, "/healthz", 60, silent_peer)
+    assert (response.status_code, response.json()) == (503, {"status": "unavailable"})
+
+
+def test_metrics_answer_while_the_broker_is_stalled(
+    settings: Settings, enqueued: Any, organiser: Account, silent_peer: socket.socket
+) -> None:
+    """The scrape's queue depths are a probe of the broker too: bounded alike, the broker counts as down."""
+    port = silent_peer.getsockname()[1]
+    stalled = settings.model_copy(update={"broker_url": f"redis://127.0.0.1:{port}/0"})
+    with TestClient(create_app(stalled, enqueuer=enqueued)) as client:
+        client.headers.update(organiser.headers)
+        response = get_within(client, "/metrics", 60, silent_peer)
+    assert response.status_code == 200 and "layersched_broker_up 0.0" in response.text
 
 
 @pytest.mark.redis
