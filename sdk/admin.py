@@ -1,7 +1,8 @@
 """``layersched admin ...``: the organisers' commands.
 
-They go through the HTTP API with an organiser token (``layersched login`` as an organiser), except two that
-cannot: ``admin evalset new`` writes a secret file on the organiser's machine (``layersched.sim.evalset``), and
+They go through the HTTP API with an organiser token (``layersched login`` as an organiser), except three that
+need not or cannot: ``admin evalset new`` writes a secret file on the organiser's machine (``layersched.sim.evalset``),
+``admin token metrics`` makes Prometheus's token and prints the hash the server's setting holds, and
 ``admin user add --bootstrap`` creates the very first organiser directly in the server's database, before any
 token exists (``layersched.sdk.bootstrap``: which database, its schema, the ``server`` extra).
 
@@ -12,7 +13,9 @@ token exists (``layersched.sdk.bootstrap``: which database, its schema, the ``se
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import secrets
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -33,6 +36,9 @@ from layersched.sdk.errors import ConfigError
 from layersched.sdk.progress import ProgressBar
 from layersched.sdk.teams import add_admin_team_parser
 from layersched.sdk.terminal_text import continued
+
+# A metrics token is no user's, so it is not one of the server's ``lst_`` tokens: the prefix tells the two apart.
+METRICS_TOKEN_PREFIX = "lsm"
 
 
 def add_admin_parser(sub: Any, add: AddCommand) -> None:
@@ -95,9 +101,10 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         actions,
         "token",
         missing_action,
-        "issue or revoke API tokens",
-        "Issue a new token for a user (shown once) or revoke one.",
-        "  layersched admin token new 7\n  layersched admin token revoke 15\n",
+        "issue or revoke API tokens, or make Prometheus's metrics token",
+        "Issue a new token for a user (shown once) or revoke one; or make the token Prometheus reads\n"
+        "/metrics with, which opens nothing else.",
+        "  layersched admin token new 7\n  layersched admin token revoke 15\n  layersched admin token metrics\n",
     )
     token_actions = token.add_subparsers(dest="token_command", metavar="ACTION")
     token_actions.required = True
@@ -119,6 +126,17 @@ def add_admin_parser(sub: Any, add: AddCommand) -> None:
         "  layersched admin token revoke 15\n",
     )
     p.add_argument("token_id", type=int, help="the token's id")
+    add(
+        token_actions,
+        "metrics",
+        cmd_token_metrics,
+        "make a token for Prometheus that reads /metrics only",
+        "Make a metrics token here, without the server: it reads /metrics and opens nothing else (no user\n"
+        "has it). Prints the token (shown once: put it in Prometheus's credentials_file) and the server's\n"
+        "setting, its SHA-256 (the API's LAYERSCHED_METRICS_TOKEN_SHA256; restart the API to take it). To\n"
+        "replace a leaked one, make another and set its hash.",
+        "  layersched admin token metrics\n",
+    )
 
     evalset = add(
         actions,
@@ -313,6 +331,13 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
     with configured_client() as client:
         client.admin_revoke_token(args.token_id)
     print(f"revoked token #{args.token_id}")
+    return 0
+
+
+def cmd_token_metrics(_args: argparse.Namespace) -> int:
+    token = f"{METRICS_TOKEN_PREFIX}_{secrets.token_urlsafe(32)}"
+    print(f"metrics token (shown once, store it now; Prometheus's credentials_file): {token}")
+    print(f"the API's setting: LAYERSCHED_METRICS_TOKEN_SHA256={hashlib.sha256(token.encode()).hexdigest()}")
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
@@ -110,6 +111,15 @@ class Settings(BaseSettings):
             "org): the pages' forms accept posts from this origin only and their sign-in cookie is Secure when it is "
             "https. Set it behind a TLS proxy, whose X-Forwarded-Proto uvicorn trusts only from 127.0.0.1 by default; "
             "unset: the address each request arrived at",
+        ),
+    ] = None
+
+    metrics_token_sha256: Annotated[
+        str | None,
+        Field(
+            description="the SHA-256 (64 hex digits) of the token Prometheus sends to /metrics, which opens nothing "
+            "else (`layersched admin metrics-token` makes a token and prints both); unset: only organisers' tokens "
+            "read /metrics",
         ),
     ] = None
 
@@ -237,6 +247,19 @@ class Settings(BaseSettings):
         if parts.path not in ("", "/") or parts.query or parts.fragment:
             raise ValueError(f"LAYERSCHED_PUBLIC_URL={value!r} is not an origin: give the scheme and host only")
         return f"{parts.scheme}://{parts.netloc.lower()}"
+
+    @field_validator("metrics_token_sha256")
+    @classmethod
+    def _a_sha256(cls, value: str | None) -> str | None:
+        """A SHA-256 in lower-case hex (as ``storage.token_sha256`` writes it), or a refusal saying what it wants."""
+        if not value:  # compose passes an unset variable on as ""
+            return None
+        if not re.fullmatch(r"[0-9a-fA-F]{64}", value):
+            raise ValueError(
+                f"LAYERSCHED_METRICS_TOKEN_SHA256 has {len(value)} characters, not a SHA-256's 64 hex digits: set it "
+                "to the hash `layersched admin metrics-token` prints, not to the token"
+            )
+        return value.lower()
 
     @property
     def team_live_invites_limit(self) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -67,9 +68,28 @@ def get_organiser(user: Annotated[User, Depends(get_current_user)]) -> User:
     return user
 
 
+def get_metrics_reader(
+    request: Request,
+    session: SessionDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> None:
+    """``/metrics``' caller: Prometheus with the metrics token (``LAYERSCHED_METRICS_TOKEN_SHA256``), or an
+    organiser. The metrics token is no user's: every other route looks it up among the users' tokens, finds
+    nothing and refuses it (401), so the monitoring host holds a credential that reads counts and nothing more."""
+    expected: str | None = request.app.state.settings.metrics_token_sha256
+    if (
+        credentials is not None
+        and expected is not None
+        and hmac.compare_digest(storage.token_sha256(credentials.credentials), expected)
+    ):
+        return
+    get_organiser(get_current_user(get_optional_user(session, credentials)))
+
+
 OptionalUser = Annotated[User | None, Depends(get_optional_user)]
 CurrentUser = Annotated[User, Depends(get_current_user)]
 Organiser = Annotated[User, Depends(get_organiser)]
+MetricsReader = Annotated[None, Depends(get_metrics_reader)]
 
 
 # Row ids are PostgreSQL INTEGERs. A larger number in a path or an offset would reach the database and fail there

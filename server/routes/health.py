@@ -2,7 +2,8 @@
 
 Neither is for participants (issue 30): ``/healthz`` tells anyone only whether the service is healthy, the database's
 and the broker's answers (their error text names hosts, databases and drivers) go to organisers and the log;
-``/metrics`` needs an organiser's token, since its counts show when organisers queue reruns and audits.
+``/metrics`` needs the metrics token (Prometheus's, which opens nothing else) or an organiser's token, since its
+counts show when organisers queue reruns and audits.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from layersched.server.config import Settings
 from layersched.server.db import ping_database
-from layersched.server.deps import Organiser, SessionDep, bearer, get_optional_user
+from layersched.server.deps import MetricsReader, SessionDep, bearer, get_optional_user
 from layersched.server.queue import ping_broker
 from layersched.server.schemas import ErrorBody, Health
 
@@ -71,9 +72,10 @@ def healthz(
     responses={
         200: {"content": {CONTENT_TYPE_LATEST.split(";")[0]: {}}, "description": "Prometheus text"},
         401: {"model": ErrorBody, "description": "no token, or an unknown or revoked one"},
-        403: {"model": ErrorBody, "description": "the token is not an organiser's"},
+        403: {"model": ErrorBody, "description": "the token is a participant's"},
     },
 )
-def metrics(request: Request, _organiser: Organiser) -> Response:
-    """The service's Prometheus metrics, for an organiser's token (``Authorization: Bearer``; README: Production)."""
+def metrics(request: Request, _reader: MetricsReader) -> Response:
+    """The service's Prometheus metrics, for the metrics token (``LAYERSCHED_METRICS_TOKEN_SHA256``) or an
+    organiser's token (``Authorization: Bearer``; README: Production)."""
     return Response(generate_latest(request.app.state.metrics), media_type=CONTENT_TYPE_LATEST)

@@ -32,6 +32,7 @@ from layersched.server.storage.accounts import (
     get_user_by_name,
     issue_token,
     revoke_token,
+    token_sha256,
 )
 from layersched.server.storage.audit import list_audit_log, log_action
 from layersched.server.storage.baselines import get_baseline_result, list_baseline_results, upsert_baseline_result
@@ -226,6 +227,7 @@ __all__ = [
     "stored_bytes",
     "team_members",
     "team_of",
+    "token_sha256",
     "trace_kept",
     "unselect_submission",
     "upsert_baseline_result",

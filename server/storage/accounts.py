@@ -59,7 +59,8 @@ def get_user_by_name(*, session: Session, name: str) -> User:
     return user
 
 
-def _hash_token(token: str) -> str:
+def token_sha256(token: str) -> str:
+    """What is stored of a token (the server's tokens, and the metrics token's setting): its SHA-256 in hex."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 
@@ -67,7 +68,7 @@ def new_token(session: Session, user: User, actor: User | None) -> str:
     """A new token for ``user`` in the caller's transaction (flushed, not committed); the plain token, shown once."""
     lookup = secrets.token_hex(8)
     plain = f"{TOKEN_PREFIX}_{lookup}_{secrets.token_urlsafe(32)}"
-    token = ApiToken(user_id=user.id, lookup=lookup, token_sha256=_hash_token(plain))
+    token = ApiToken(user_id=user.id, lookup=lookup, token_sha256=token_sha256(plain))
     session.add(token)
     session.flush()
     add_log_entry(session, actor, "issue_token", f"user:{user.id}", {"token": token.id})
@@ -117,7 +118,7 @@ def authenticate(*, session: Session, token: str, now: dt.datetime | None = None
     if row is None or row.revoked_at is not None:
         return None
     # The lookup part finds the row; the secret is compared in constant time so timing reveals nothing of it.
-    if not hmac.compare_digest(row.token_sha256, _hash_token(token)):
+    if not hmac.compare_digest(row.token_sha256, token_sha256(token)):
         return None
     if row.user.disabled_at is not None:  # disabling revokes the tokens too; this holds should one be missed
         return None

@@ -292,6 +292,7 @@ ORGANISER_COMMANDS = [
     ["admin", "webhook", "list"],
     ["admin", "webhook", "remove"],
     ["admin", "webhook", "test"],
+    ["admin", "token", "metrics"],
 ]
 
 

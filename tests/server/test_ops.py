@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import socket
 import threading
 from collections.abc import Iterator
@@ -152,6 +153,55 @@ def test_metrics_are_for_organisers(client: Any, alice: Account, organiser: Acco
     assert "layersched_evaluation_duration_seconds_count 1.0" in text
     assert 'layersched_queue_depth{queue="evaluations"}' in text
     assert "layersched_broker_up 1.0" in text
+
+
+METRICS_TOKEN = "lsm_prometheus-reads-metrics-only"
+
+
+def test_the_metrics_token_reads_the_metrics_and_nothing_else(
+    settings: Settings, enqueued: Any, alice: Account, organiser: Account
+) -> None:
+    """Review (issue 30 follow-up, item 9): Prometheus needed an organiser's token, so the monitoring host held a
+    credential that could disqualify, export hidden data and so on. The metrics token reads /metrics and is refused
+    everywhere else: the API's organiser and participant routes, /healthz (a token that is sent must be valid) and
+    the pages' sign-in. The server holds its SHA-256 only."""
+    digest = hashlib.sha256(METRICS_TOKEN.encode()).hexdigest()
+    with TestClient(create_app(settings.model_copy(update={"metrics_token_sha256": digest}), enqueuer=enqueued)) as c:
+        bearer = {"Authorization": f"Bearer {METRICS_TOKEN}"}
+        scraped = c.get("/metrics", headers=bearer)
+        assert scraped.status_code == 200 and "layersched_broker_up" in scraped.text
+        assert c.get("/metrics", headers=organiser.headers).status_code == 200  # organisers still read it
+        assert c.get("/metrics", headers=alice.headers).status_code == 403
+        forged = {"Authorization": f"Bearer {METRICS_TOKEN}x"}
+        assert c.get("/metrics", headers=forged).status_code == 401
+        for path in ("/api/v1/admin/audit-log", "/api/v1/admin/users", "/api/v1/me", "/api/v1/submissions", "/healthz"):
+            refused = c.get(path, headers=bearer)
+            assert (refused.status_code, refused.json()["error"]["code"]) == (401, "unauthorized"), path
+        signin = c.post("/signin", data={"token": METRICS_TOKEN}, follow_redirects=False)
+        assert signin.status_code == 401
+
+
+def test_the_cli_makes_a_metrics_token_and_the_setting_the_api_takes(
+    settings: Settings, enqueued: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``layersched admin token metrics`` (no server needed) prints a token and its hash as the API's setting."""
+    from layersched.sdk.cli import main
+
+    assert main(["admin", "token", "metrics"]) == 0
+    token_line, setting_line = capsys.readouterr().out.splitlines()
+    token = token_line.rpartition(": ")[2]
+    name, _, digest = setting_line.rpartition(": ")[2].partition("=")
+    assert token.startswith("lsm_") and len(token) > 40 and name == "LAYERSCHED_METRICS_TOKEN_SHA256"
+    with TestClient(create_app(settings.model_copy(update={"metrics_token_sha256": digest}), enqueuer=enqueued)) as c:
+        assert c.get("/metrics", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        assert c.get("/api/v1/me", headers={"Authorization": f"Bearer {token}"}).status_code == 401
+
+
+def test_without_a_metrics_token_set_only_organisers_read_the_metrics(settings: Settings, enqueued: Any) -> None:
+    """Unset (the default), no metrics token is accepted: only organisers' tokens open /metrics."""
+    assert settings.metrics_token_sha256 is None
+    with TestClient(create_app(settings, enqueuer=enqueued)) as c:
+        assert c.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).status_code == 401
 
 
 def test_the_scrapes_aggregates_count_what_the_rows_say(

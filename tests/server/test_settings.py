@@ -90,3 +90,26 @@ def test_the_extra_evaluation_sets_for_phases_come_from_the_environment(monkeypa
     monkeypatch.setenv("LAYERSCHED_EXTRA_EVALSET_PATHS", '["hidden_seeds/sample.toml", "spring.toml"]')
     paths = Settings(_env_file=None).extra_evalset_paths  # type: ignore[call-arg]
     assert paths == (Path("hidden_seeds/sample.toml"), Path("spring.toml"))
+
+
+DIGEST = "0123456789abcdef" * 4
+
+
+@pytest.mark.parametrize(
+    ("value", "stored"), [(DIGEST, DIGEST), (DIGEST.upper(), DIGEST), ("", None)], ids=["hex", "upper-case", "empty"]
+)
+def test_the_metrics_token_setting_is_a_sha256(monkeypatch: pytest.MonkeyPatch, value: str, stored: str | None) -> None:
+    monkeypatch.setenv("LAYERSCHED_METRICS_TOKEN_SHA256", value)
+    assert Settings(_env_file=None).metrics_token_sha256 == stored  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    "value", ["lsm_the-token-itself", DIGEST[:-1], DIGEST[:-1] + "g"], ids=["the-token", "63-digits", "not-hex"]
+)
+def test_a_metrics_token_setting_that_is_no_sha256_is_refused(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("LAYERSCHED_METRICS_TOKEN_SHA256", value)
+    with pytest.raises(ValidationError, match="metrics_token_sha256") as raised:
+        Settings(_env_file=None)  # type: ignore[call-arg]
+    assert f"LAYERSCHED_METRICS_TOKEN_SHA256 has {len(value)} characters, not a SHA-256's 64 hex digits" in str(
+        raised.value
+    )
