@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from celery import Celery
 from kombu.connection import Connection
@@ -58,11 +59,13 @@ def enqueue(enqueuer: Enqueuer, evaluation: Evaluation) -> bool:
 
 
 def _connection(broker_url: str, timeout: float) -> Connection:
-    """A connection whose every wait is bounded by ``timeout``: connecting, and each read and write (Redis's
-    ``socket_timeout``, which kombu's ``connect_timeout`` does not set). Without the latter a broker that accepts
-    connections and never answers held a probe, and the API's thread running it, for ever."""
+    """A connection whose every wait is bounded by ``timeout``: connecting, and for Redis each read and write too
+    (its ``socket_timeout``, which kombu's ``connect_timeout`` does not set). Without the latter a broker that
+    accepts connections and never answers held a probe, and the API's thread running it, for ever. (The embedded
+    broker of ``layersched serve``, a SQLite file, takes no socket options: its transport hands them to SQLAlchemy.)"""
     bounded = {"socket_connect_timeout": timeout, "socket_timeout": timeout}
-    return Connection(broker_url, connect_timeout=timeout, transport_options=bounded)  # type: ignore[no-untyped-call]
+    options = bounded if urlsplit(broker_url).scheme.split("+")[0] in ("redis", "rediss") else {}
+    return Connection(broker_url, connect_timeout=timeout, transport_options=options)  # type: ignore[no-untyped-call]
 
 
 def ping_broker(broker_url: str, *, timeout: float = 2.0) -> None:

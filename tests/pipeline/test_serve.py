@@ -134,7 +134,8 @@ def test_demo_serves_a_ranked_leaderboard_and_stops_cleanly(tmp_path: Path, base
         assert httpx.get(f"{url}/healthz", timeout=5).json() == {"status": "ok"}
         detailed = httpx.get(f"{url}/healthz", headers=organiser, timeout=5).json()
         assert detailed == {"status": "ok", "database": "ok", "broker": "ok"}
-        # Prometheus scrapes with an organiser's token (README: Production); anyone else is refused.
+        # An organiser's token reads the metrics too (Prometheus has a metrics token: README, Production); anyone
+        # else is refused.
         assert httpx.get(f"{url}/metrics", timeout=5).status_code == 401
         scraped = httpx.get(f"{url}/metrics", headers=organiser, timeout=5)
         assert scraped.status_code == 200 and 'layersched_submissions{state="succeeded"} 1.0' in scraped.text
