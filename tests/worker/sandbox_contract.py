@@ -412,6 +412,39 @@ class SandboxContract:
         assert outcomes[0].message.startswith("policy import ran out of memory: ")
         assert f"(limit {512 * MiB} bytes)" in outcomes[0].message
 
+    def test_a_policys_own_memory_error_is_its_exception(self, tmp_path):
+        """Review of issue 30, item 10: a policy that raised MemoryError itself, far below the limit, was told that
+        it exceeded the memory limit. Raised by the policy's own ``raise``, it is the policy's exception (crash)."""
+        bundle = write_policy(
+            tmp_path,
+            """
+            def policy(env, task, rng):
+                if env.k == 2:
+                    raise MemoryError("my own budget of 10 MB is spent")
+                return 0
+        """,
+        )
+        _, outcomes = self.run(bundle, episodes=EPISODES[:1], memory_bytes=512 * MiB)
+        outcome = outcomes[0]
+        assert outcome.status == "crash", outcome.message
+        assert outcome.message.startswith("step 2: policy raised an exception\nTraceback")
+        assert outcome.message.endswith("MemoryError: my own budget of 10 MB is spent")
+
+    def test_a_policys_own_memory_error_at_import_is_an_import_error(self, tmp_path):
+        bundle = write_policy(
+            tmp_path,
+            """
+            raise MemoryError("the weights do not fit")
+
+            def policy(env, task, rng):
+                return 0
+        """,
+        )
+        _, outcomes = self.run(bundle, episodes=EPISODES[:1], memory_bytes=512 * MiB)
+        assert outcomes[0].status == "import_error", outcomes[0].message
+        assert outcomes[0].message.startswith("policy import failed:\nTraceback")
+        assert outcomes[0].message.endswith("MemoryError: the weights do not fit")
+
     def test_the_harness_cannot_be_killed_from_inside(self, tmp_path):
         """The harness is the first process of its PID namespace: the kernel drops the policy's SIGKILL to it, so a
         policy cannot end its own sandbox (which reviewed main replayed, giving the policy a second look at an

@@ -310,3 +310,59 @@ def test_an_out_of_memory_kill_counts_in_its_own_episode_only(tmp_path: Path, sa
             o.message for o in outcomes
         ]
         assert session.restarts == 0
+
+
+# ------------------------------------------------------------------ a MemoryError and the memory limit (review of
+# issue 30, item 10): the container's accounting decides, as it does for timeouts
+
+# A petabyte, beyond any address space: refused at once whatever the machine, nothing touched.
+REFUSED = """
+    def policy(env, task, rng):
+        if env.k == 1:
+            bytearray(1 << 50)
+        return 0
+"""
+# The same refusal after a process of the policy reached the limit (the out-of-memory killer ends it).
+REFUSED_AFTER_THE_LIMIT = (
+    ALLOCATES
+    + """
+    import multiprocessing
+
+    def policy(env, task, rng):
+        child = multiprocessing.Process(target=allocate)
+        child.start()
+        child.join()
+        return len(bytearray(1 << 50))
+"""
+)
+REFUSAL_CASES = [
+    (
+        REFUSED,
+        "crash",
+        "step 1: policy raised an exception (MemoryError: an allocation was refused while the sandbox's memory stayed "
+        f"below its limit of {256 * MiB} bytes)\nTraceback",
+    ),
+    (
+        REFUSED_AFTER_THE_LIMIT,
+        "memory_exceeded",
+        "step 0: policy ran out of memory: MemoryError; the out-of-memory killer killed 1 process "
+        f"(limit {256 * MiB} bytes)\nTraceback",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("source", "status", "message"), REFUSAL_CASES, ids=["below-the-limit", "after-the-limit-was-reached"]
+)
+def test_a_refused_allocation_is_the_memory_limit_only_where_the_accounting_says_so(
+    tmp_path: Path, sandbox_image: str, source: str, status: str, message: str
+) -> None:
+    """An allocation refused while the container's memory stayed below its limit (one beyond any address space)
+    was told it exceeded the memory limit; the memory cgroup says whether the limit was hit in the episode."""
+    bundle = write_policy(tmp_path, source)
+    with open_sandbox(bundle, backend="docker", limits=LOADED, image=sandbox_image) as session:
+        outcome = session.run_episode(make_job(session, "lab", LAB, EPISODES[0]))
+        assert outcome.status == status, outcome.message
+        assert outcome.message.startswith(message), outcome.message
+        assert outcome.message.endswith("MemoryError"), outcome.message
+        assert session.restarts == 0

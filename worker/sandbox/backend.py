@@ -37,6 +37,12 @@ class Backend(Protocol):
 
     def alive(self) -> bool: ...  # raises BackendUnavailable when the engine cannot be asked
 
+    @property
+    def memory_accounted(self) -> bool:
+        """Whether ``memory_window_end`` counts the memory limit (a cgroup's or the engine's record), so that its
+        None means "not hit"; False where nothing counts it (a bound on the address space refuses allocations)."""
+        ...
+
     def memory_window_end(self, *, verdict: bool = True) -> MemoryHit | None:
         """How the sandbox's memory limit was hit since the last call (or the sandbox's start); None if it was not,
         or if this backend cannot tell. Starts the next window. Read on the trusted side (the host's view of the

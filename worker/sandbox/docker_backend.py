@@ -133,6 +133,7 @@ class DockerBackend:
 
     name: Literal["docker"] = "docker"
     sandbox_uid: int | None = SANDBOX_UID
+    memory_accounted = True  # the container's memory cgroup, or the engine's record of an out-of-memory kill
 
     def __init__(
         self, limits: SandboxLimits, *, image: str | None = None, client: docker.DockerClient | None = None

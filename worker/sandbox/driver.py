@@ -27,7 +27,12 @@ from layersched.sim.tracks import TrustedSimulator, get_track
 from layersched.sim.tracks.signature import in_own_names
 from layersched.worker.sandbox import protocol
 from layersched.worker.sandbox.limits import SandboxLimits
-from layersched.worker.sandbox.memory_accounting import MemoryHit, killed_by_the_limit, past_the_deadline
+from layersched.worker.sandbox.memory_accounting import (
+    MemoryHit,
+    killed_by_the_limit,
+    past_the_deadline,
+    refusal_at_the_limit,
+)
 from layersched.worker.sandbox.outcomes import EpisodeJob, EpisodeOutcome, EpisodeTiming, Status
 from layersched.worker.sandbox.reports import (
     ERROR_KINDS,
@@ -83,6 +88,11 @@ class SandboxHost(Protocol):
 
     def sandbox_end(self) -> tuple[Status, str, bool]:
         """How the whole sandbox ended: (status, why, gone)."""
+        ...
+
+    @property
+    def memory_accounted(self) -> bool:
+        """Whether ``memory_window_end`` counts the memory limit (its None then means "not hit")."""
         ...
 
     def memory_window_end(self, *, verdict: bool = True) -> MemoryHit | None:
@@ -247,6 +257,8 @@ class EpisodeDriver:
             except PolicyError as exc:  # worded in the student's own parameter names, as ``validate`` words it
                 arguments = get_track(job.track).policy_arguments
                 return self._abort("invalid_action", in_own_names(str(exc), arguments, self.s.policy_parameters))
+            except _AllocationRefused as exc:
+                return self._refused(exc.step, exc.traceback)
             except _PolicyRaised as exc:
                 return self._abort(exc.status, str(exc))
             except Exception as exc:  # the track's own code failed on a reply: the service's fault, not the policy's
@@ -370,13 +382,10 @@ class EpisodeDriver:
         tb = reply["traceback"][-MAX_TRACEBACK_CHARS:].rstrip()
         if reply["kind"] == "import":
             raise _PolicyRaised("import_error", f"policy import failed in this episode's process:\n{tb}")
-        # An allocation refused (the process sandbox's address-space bound, say), at this step or at the import of
-        # this episode's process (its traceback says which).
+        # An allocation refused (a MemoryError not of the policy's own raise), at this step or at the import of this
+        # episode's process (its traceback says which): whether that was the memory limit, the accounting says.
         if reply["kind"] == "memory":
-            limit = self.s.limits.memory_bytes
-            raise _PolicyRaised(
-                "memory_exceeded", f"step {step}: policy ran out of memory: MemoryError (limit {limit} bytes)\n{tb}"
-            )
+            raise _AllocationRefused(step, tb)
         if reply["kind"] == "replica":
             raise _PolicyRaised("crash", f"step {step}: the policy's replica environment is broken\n{tb}")
         raise _PolicyRaised("crash", f"step {step}: policy raised an exception\n{tb}")
@@ -406,6 +415,24 @@ class EpisodeDriver:
         elif hung and exited is None and self.sandbox_end is not None and self.sandbox_end[0] == "memory_exceeded":
             status, message = "memory_exceeded", f"{message}; the sandbox ended too ({self.sandbox_end[1]})"
         return self.finish(status, message, self.output)
+
+    def _refused(self, step: int, tb: str) -> EpisodeOutcome:
+        """End the episode whose policy was refused an allocation at ``step``: out of memory if the sandbox's memory
+        accounting says its limit was hit in the episode (read at the exit report, every process of the episode
+        gone; or, without one, by ``sandbox_end``), else the policy's exception. Where nothing counts the limit, the
+        refusal was the limit (``memory_accounting.refusal_at_the_limit``)."""
+        self._send_end()
+        exited = self._exit_report(kill_after=END_GRACE_SECONDS)
+        limit = self.s.limits.memory_bytes
+        if exited is None and self.sandbox_end is not None and self.sandbox_end[0] == "memory_exceeded":
+            message = f"step {step}: policy ran out of memory: MemoryError; the sandbox ended ({self.sandbox_end[1]})"
+            return self.finish("memory_exceeded", f"{message}\n{tb}", self.output)
+        at_limit, why = refusal_at_the_limit(self.memory, limit, accounted=self.s.memory_accounted)
+        if at_limit:
+            return self.finish(
+                "memory_exceeded", f"step {step}: policy ran out of memory: MemoryError{why}\n{tb}", self.output
+            )
+        return self.finish("crash", f"step {step}: policy raised an exception (MemoryError{why})\n{tb}", self.output)
 
     def _send_end(self) -> None:
         if self.conn is not None:
@@ -488,6 +515,12 @@ def refuse_waiting_connections(listener: socket.socket) -> None:
     while select.select([listener], [], [], 0)[0]:
         conn, _ = listener.accept()
         conn.close()
+
+
+class _AllocationRefused(Exception):
+    def __init__(self, step: int, traceback: str) -> None:
+        super().__init__(f"step {step}: an allocation was refused")
+        self.step, self.traceback = step, traceback
 
 
 class _PolicyRaised(Exception):

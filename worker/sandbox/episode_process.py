@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dis
 import importlib.util
 import io
 import os
@@ -94,10 +95,29 @@ def load_policy(bundle: Path) -> Policy:
     return fn  # type: ignore[no-any-return]
 
 
+def refused_allocation(exc: BaseException) -> bool:
+    """Whether ``exc`` is a MemoryError of an allocation refused (raised in native code: the interpreter's, numpy's),
+    not one the policy raised itself with a ``raise`` statement, which is its exception like any other (review of
+    issue 30, item 10). Told by the instruction its innermost traceback frame was running: a ``raise`` or, for an
+    allocation, a call or an operator. A bare ``raise`` of a refused allocation keeps its first frame: refused.
+    Which limit refused it, the trusted side decides by the sandbox's memory accounting."""
+    if not isinstance(exc, MemoryError):
+        return False
+    tb = exc.__traceback__
+    if tb is None:
+        return True
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    for instruction in dis.get_instructions(tb.tb_frame.f_code):
+        if instruction.offset == tb.tb_lasti:
+            return instruction.opname not in ("RAISE_VARARGS", "RERAISE")
+    return True  # the frame's instruction not found: as before, the allocation's
+
+
 @dataclass(frozen=True)
 class Imported:
-    """How the import went: the policy, or the traceback of its failure (and whether an allocation was refused: the
-    process sandbox's address-space bound); and how long it took."""
+    """How the import went: the policy, or the traceback of its failure (and whether it was an allocation refused,
+    ``refused_allocation``); and how long it took."""
 
     policy: Policy | None
     traceback: str
@@ -113,7 +133,7 @@ def import_policy(bundle: Path) -> Imported:
         configure_torch()
     except BaseException as exc:  # the sandbox boundary: SystemExit and KeyboardInterrupt from the module count too
         tb = traceback.format_exc()[-MAX_TRACEBACK_CHARS:]
-        return Imported(None, tb, time.monotonic() - started, isinstance(exc, MemoryError))
+        return Imported(None, tb, time.monotonic() - started, refused_allocation(exc))
     return Imported(policy, "", time.monotonic() - started)
 
 
@@ -205,7 +225,7 @@ def serve_episode(
     clock = time.perf_counter
     policy_s = replica_s = wait_s = send_s = 0.0
     # A traceback to report with the next task (its nonce): of the import, or of the replica the policy broke.
-    # (An import that ran out of memory is reported as the memory limit, as a decision that does.)
+    # (An import whose allocation was refused is reported as one of a decision is.)
     failed: tuple[str, str] | None = None
     if policy is None:
         failed = ("memory" if imported.out_of_memory else "import", imported.traceback)
@@ -239,13 +259,10 @@ def serve_episode(
             value = replica.decide(policy, frame["task"], step, rng)
             policy_s += clock() - t0
             reply = action_message(step, value)
-        except MemoryError:
+        except BaseException as exc:  # the sandbox boundary: report whatever the policy raised, SystemExit included
             tb = traceback.format_exc()[-MAX_TRACEBACK_CHARS:]
-            send({"type": "error", "step": step, "nonce": nonce, "kind": "memory", "traceback": tb})
-            return EXIT_POLICY_RAISED
-        except BaseException:  # the sandbox boundary: report whatever the policy raised, SystemExit included
-            tb = traceback.format_exc()[-MAX_TRACEBACK_CHARS:]
-            send({"type": "error", "step": step, "nonce": nonce, "kind": "exception", "traceback": tb})
+            kind = "memory" if refused_allocation(exc) else "exception"
+            send({"type": "error", "step": step, "nonce": nonce, "kind": kind, "traceback": tb})
             return EXIT_POLICY_RAISED
         t0 = clock()
         if reply["type"] == "action":

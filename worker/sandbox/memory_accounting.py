@@ -91,6 +91,22 @@ def past_the_deadline(hit: MemoryHit, limit_bytes: int, step: int | None, deadli
     )
 
 
+def refusal_at_the_limit(hit: MemoryHit | None, limit_bytes: int, *, accounted: bool) -> tuple[bool, str]:
+    """Whether an allocation the policy was refused (a MemoryError not of its own ``raise``) was the memory limit,
+    and what to say of it after ``MemoryError``. The sandbox's accounting decides (review of issue 30, item 10):
+    the limit only if it was hit in the episode's window. Where nothing counts it (``accounted`` False: the process
+    sandbox, whose bound is the address space, ``RLIMIT_AS``, which refuses allocations and counts nothing), a
+    refused allocation is that bound."""
+    if hit is not None:
+        return True, f"; {hit} (limit {limit_bytes} bytes)"
+    if not accounted:
+        return True, f" (limit {limit_bytes} bytes)"
+    return (
+        False,
+        f": an allocation was refused while the sandbox's memory stayed below its limit of {limit_bytes} bytes",
+    )
+
+
 @dataclass(frozen=True)
 class _Counts:
     """What the cgroup has counted so far: out-of-memory kills, and times usage reached the limit (v1: whether it

@@ -52,6 +52,7 @@ class ProcessBackend:
 
     name: Literal["process"] = "process"
     sandbox_uid: int | None = None  # the worker's own user
+    memory_accounted = False  # RLIMIT_AS refuses allocations (MemoryError) and counts nothing
 
     def __init__(self, limits: SandboxLimits) -> None:
         self.limits = limits
@@ -130,8 +131,9 @@ class ProcessBackend:
 
     def memory_window_end(self, *, verdict: bool = True) -> MemoryHit | None:
         # No memory cgroup: running out of address space (RLIMIT_AS) raises MemoryError in the policy instead, which
-        # its episode process reports (memory_exceeded). A process that catches it and then overruns its deadline is
-        # a timeout here: nothing on the host counted the limit.
+        # its episode process reports as an allocation refused (memory_exceeded; a MemoryError the policy raises
+        # itself is its exception). A process that catches it and then overruns its deadline is a timeout here:
+        # nothing on the host counted the limit.
         return None
 
     def killed_from_outside(self) -> bool:

@@ -56,7 +56,12 @@ from layersched.worker.sandbox import protocol
 from layersched.worker.sandbox.backend import Backend, BackendName, BackendUnavailable, Detachable
 from layersched.worker.sandbox.driver import EpisodeDriver, InfrastructureFault
 from layersched.worker.sandbox.limits import SandboxLimits
-from layersched.worker.sandbox.memory_accounting import MemoryHit, killed_by_the_limit, past_the_deadline
+from layersched.worker.sandbox.memory_accounting import (
+    MemoryHit,
+    killed_by_the_limit,
+    past_the_deadline,
+    refusal_at_the_limit,
+)
 from layersched.worker.sandbox.outcomes import EpisodeJob, EpisodeOutcome, HiddenEpisodeRefused, SandboxError, Status
 from layersched.worker.sandbox.reports import (
     IMPORT_ERROR_FIELDS,
@@ -179,6 +184,10 @@ class SandboxSession:
     @property
     def policy_parameters(self) -> tuple[str, ...]:
         return tuple(self.startup.info.get("parameters", ()))
+
+    @property
+    def memory_accounted(self) -> bool:
+        return self._backend.memory_accounted
 
     @property
     def import_seconds(self) -> float:
@@ -309,8 +318,11 @@ class SandboxSession:
         if sig == signal.SIGKILL and memory is not None:
             return "memory_exceeded", f"policy import ran out of memory: {killed_by_the_limit(memory, limit)}"
         tb = report["traceback"][-MAX_TRACEBACK_CHARS:].rstrip()
-        if report["out_of_memory"]:  # MemoryError: an allocation refused (the process sandbox's address space)
-            return "memory_exceeded", f"policy import ran out of memory: MemoryError (limit {limit} bytes)\n{tb}"
+        if report["out_of_memory"]:  # MemoryError of an allocation refused: the limit if the accounting says so
+            at_limit, why = refusal_at_the_limit(memory, limit, accounted=self._backend.memory_accounted)
+            if at_limit:
+                return "memory_exceeded", f"policy import ran out of memory: MemoryError{why}\n{tb}"
+            return "import_error", f"policy import failed (MemoryError{why}):\n{tb}"
         if sig is not None:
             tb += f" (killed by signal {signal_name(sig)})"
         elif report["exit_code"]:
