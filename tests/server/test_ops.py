@@ -84,7 +84,7 @@ def get_within(client: Any, path: str, seconds: float, peer: socket.socket) -> A
     def get() -> None:
         try:
             answers.append(client.get(path))
-        except BaseException as exc:  # noqa: BLE001  (a hung request fails once the peer is closed)
+        except BaseException as exc:  # a hung request fails once the peer is closed: kept for the test to see
             answers.append(exc)
 
     thread = threading.Thread(target=get, daemon=True)
@@ -95,6 +95,8 @@ def get_within(client: Any, path: str, seconds: float, peer: socket.socket) -> A
         thread.join(seconds)
         pytest.fail(f"GET {path} had no answer within {seconds} s")
     (answer,) = answers
+    if isinstance(answer, BaseException):
+        raise answer
     return answer
 
 
