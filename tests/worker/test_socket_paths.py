@@ -30,12 +30,15 @@ def test_a_sandbox_under_a_long_tmpdir_says_which_directory_and_what_to_do(long_
     assert f"over the {MAX_SOCKET_PATH_BYTES} a Unix socket's path may have" in message
 
 
-def test_a_tmpdir_that_leaves_room_for_the_socket_is_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+def test_a_tmpdir_that_leaves_room_for_the_socket_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A short directory of its own under /tmp: pytest's tmp_path, named after this test, leaves too little room.
+    short = Path(tempfile.mkdtemp(prefix="ls-", dir="/tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", str(short))
     run = RunDir.create()
     try:
         directory, listener = run.new_channel(None)
         listener.close()
-        assert directory.parent == run.path and run.path.parent == tmp_path
+        assert directory.parent == run.path and run.path.parent == short
     finally:
         run.remove()
+        short.rmdir()
