@@ -11,7 +11,7 @@ from __future__ import annotations
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from layersched.server.models import EvalSet, LeaderboardState, Team, TeamMember, User
+from layersched.server.models import EvalSet, Team, TeamMember, User
 
 
 def team_of(*, session: Session, user_id: int) -> Team | None:
@@ -43,9 +43,7 @@ def same_competitor(a: User, b: User) -> bool:
     return a.membership is not None and b.membership is not None and a.membership.team_id == b.membership.team_id
 
 
-def lock_row(
-    session: Session, model: type[User] | type[Team] | type[LeaderboardState] | type[EvalSet], row_id: int
-) -> None:
+def lock_row(session: Session, model: type[User] | type[Team] | type[EvalSet], row_id: int) -> None:
     """Hold the row until the transaction ends, so that checks made under the lock see every change committed by
     whoever held it before.
 
