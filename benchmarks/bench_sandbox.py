@@ -1,6 +1,7 @@
 """Cost of the sandbox: the same episodes in-process and through the docker sandbox, for Greedy and a torch MLP.
 
     python benchmarks/bench_sandbox.py [--episodes 10] [--tasks 500] [--runs 5] [--backend docker] [--poll-us 0]
+                                       [--image layersched-sandbox:<tag>]
 
 Per policy and run, in one process and one run:
 
@@ -169,11 +170,12 @@ def evaluate(
     backend: str,
     pool: SandboxPool | None,
     limits: SandboxLimits,
+    image: str | None,
     before_episodes: Callable[[SandboxSession, list[EpisodeJob]], None] = lambda s, j: None,
 ) -> Whole:
     """One whole evaluation; ``before_episodes`` runs untimed between the open and the episodes."""
     t0 = time.perf_counter()
-    session = open_sandbox(bundle, backend=backend, pool=pool, limits=limits)  # type: ignore[arg-type]
+    session = open_sandbox(bundle, backend=backend, pool=pool, limits=limits, image=image)  # type: ignore[arg-type]
     with session:
         opened = time.perf_counter() - t0
         if session.startup.status is not None:
@@ -198,6 +200,7 @@ def measure(
     backend: str,
     pool: SandboxPool | None,
     limits: SandboxLimits,
+    image: str | None,
 ) -> Run:
     policy = load_policy(bundle)
     policy_time = [0.0]
@@ -223,14 +226,14 @@ def measure(
             expected.append(result.trace_hash)
         rtts.extend(session.ping(500))
 
-    cold = evaluate(bundle, scenario, episodes, backend, None, limits, in_process)
+    cold = evaluate(bundle, scenario, episodes, backend, None, limits, image, in_process)
     raw = raw_round_trip()
     raw_poll = raw_round_trip(poll_seconds=limits.poll_seconds) if limits.poll_seconds > 0 else NAN
     warm = None
     if pool is not None:
         if not pool.wait_ready(120):
             sys.exit("the warm pool did not fill")
-        warm = evaluate(bundle, scenario, episodes, backend, pool, limits)
+        warm = evaluate(bundle, scenario, episodes, backend, pool, limits, image)
         pool.drain()  # the used container's removal, untimed: the next run starts from a quiet, full pool
         pool.wait_ready(120)
     for whole in (cold, warm):
@@ -255,11 +258,16 @@ def main() -> None:
         default=round(SandboxLimits().poll_seconds * 1e6),
         help="LAYERSCHED_SANDBOX_POLL_US for the sandboxes (default: the service's default)",
     )
+    parser.add_argument(
+        "--image",
+        help="the docker sandbox's image (default: layersched-sandbox:latest); another checkout's tag, as "
+        "build_image.sh prints it, compares its sandbox with this one's without retagging",
+    )
     args = parser.parse_args()
     scenario = Scenario(n_tasks=args.tasks)
     episodes = [EpisodeSpec(f"bench-{i}", seed=i) for i in range(args.episodes)]
     limits = SandboxLimits(poll_seconds=args.poll_us * 1e-6)
-    pool = SandboxPool(size=1, limits=limits) if args.backend == "docker" else None
+    pool = SandboxPool(size=1, limits=limits, image=args.image) if args.backend == "docker" else None
     print(
         f"{args.episodes} episodes x {args.tasks} tasks, {args.backend} sandbox, poll {args.poll_us} us, "
         f"medians of {args.runs} runs"
@@ -268,7 +276,8 @@ def main() -> None:
     try:
         for name in ("greedy", "torch_mlp"):
             results[name] = [
-                measure(POLICIES / name, scenario, episodes, args.backend, pool, limits) for _ in range(args.runs)
+                measure(POLICIES / name, scenario, episodes, args.backend, pool, limits, args.image)
+                for _ in range(args.runs)
             ]
     finally:
         if pool is not None:
