@@ -9,11 +9,9 @@ rule for merged teams), or a participant's who competes alone. Below, "participa
 
 The public board ranks each participant's best public score; selection plays no part in it. With the Ladder
 (``Settings.public_ladder_step``) it shows instead each participant's best score the Ladder revealed, and the owner
-of a submission sees its laddered public score too (:class:`PublicView`): the one place that computes it is
-:func:`_revealed`. A submission is a probe of the Ladder of the competitor it was made under (its owner's team then,
-or its owner alone), and shows what that Ladder showed of it whoever joins or leaves later: a member who leaves
-takes their submissions along, not a fresh look at them. The Ladder's verdicts are kept (``storage.ladder``), so
-nothing done later (a rerun, a disqualification, an earlier submission finishing last) changes what was shown.
+of a submission sees its laddered public score too (:class:`PublicView`); ``server.ladder`` computes what the Ladder
+shows (one Ladder per competitor a submission was made under; verdicts made once and kept, so nothing done later
+changes what was shown).
 
 The final board follows Kaggle: a participant's final score is the best *private* score among the submissions they
 selected (at most ``Settings.final_submissions``), or with none selected among their that many best *public* ones.
@@ -35,7 +33,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sqlalchemy import Engine, event
@@ -43,11 +41,12 @@ from sqlalchemy.orm import Session
 
 from layersched.server import storage
 from layersched.server.errors import Forbidden
+from layersched.server.ladder import best_shown, revealed_scores
 from layersched.server.models import BaselineResult, LeaderboardState, Phase, User
+from layersched.server.ranking import by_competitor, rank_key
 from layersched.server.schemas import Leaderboard, LeaderboardRow, Score
-from layersched.server.storage import Competitor, ScoredEntry, Shown, Verdict
+from layersched.server.storage import Competitor, ScoredEntry, Shown
 from layersched.server.tracks import track_fields, with_track
-from layersched.sim.scoring import ladder
 
 Split = Literal["public", "private"]
 DEFAULT_FINAL_SUBMISSIONS = 2  # Settings.final_submissions' default, for callers without settings (tests, scripts)
@@ -73,7 +72,9 @@ def build_leaderboard(
     selected (or, with none selected, best public) submissions of each participant the private split considers.
     """
     public = _entries(session, "public", phase)
-    revealed = _revealed(session, phase, public, ladder_step) if split == "public" and ladder_step is not None else None
+    revealed = (
+        revealed_scores(session, phase, public, ladder_step) if split == "public" and ladder_step is not None else None
+    )
     return _build(session, split, phase=phase, public=public, revealed=revealed, final_submissions=final_submissions)
 
 
@@ -110,102 +111,13 @@ def _build(
     )
 
 
-def _order(entry: ScoredEntry | Shown) -> tuple[Any, ...]:
-    """Lower score first; ties to the earlier submission."""
-    return (entry.overall, entry.created_at, entry.submission_id)
-
-
-def _by_competitor(entries: Iterable[ScoredEntry]) -> dict[Competitor, list[ScoredEntry]]:
-    competitors: dict[Competitor, list[ScoredEntry]] = {}
-    for entry in entries:
-        competitors.setdefault(entry.competitor, []).append(entry)
-    return competitors
-
-
 def _best_public(entries: list[ScoredEntry], revealed: Mapping[int, Shown] | None) -> dict[Competitor, ScoredEntry]:
-    """Per competitor, the best public entry; under the Ladder (``revealed``: :func:`_revealed`), the best entry as
-    its submissions show it."""
+    """Per competitor, the best public entry; under the Ladder (``revealed``: ``ladder.revealed_scores``), the best
+    entry as its submissions show it (``ladder.best_shown``)."""
     if revealed is None:
-        return {who: min(own, key=_order) for who, own in _by_competitor(entries).items()}
-    rows = {who: _best_shown(own, revealed) for who, own in _by_competitor(entries).items()}
+        return {who: min(own, key=rank_key) for who, own in by_competitor(entries).items()}
+    rows = {who: best_shown(own, revealed) for who, own in by_competitor(entries).items()}
     return {who: row for who, row in rows.items() if row is not None}
-
-
-def _best_shown(own: list[ScoredEntry], revealed: Mapping[int, Shown]) -> ScoredEntry | None:
-    """The competitor's row under the Ladder: of its submissions, the one whose shown score is best, with that score;
-    None when no submission of the competitor shows a score of its own submissions on the board.
-
-    A submission may show the score of another: revealed before it under the same Ladder. A competitor ranks only
-    by scores of its own submissions that are on the board (``own``). A score whose submission left the board
-    (disqualified, its owner disabled) ranks nobody: a probe it held back would otherwise put a disqualified score
-    back on the board. Nor does a score whose submission went with a member who left a team: one evaluation would
-    rank two competitors. A probe that shows such a score still shows it to its owner (``PublicView``), never its
-    raw one. A competitor whose submissions were all made under one Ladder shows its last revealed entry itself; a
-    submission showing its score before a rerun ranks with that score.
-    """
-    on_board = {entry.submission_id for entry in own}
-    ranked = [entry for entry in own if revealed[entry.submission_id].submission_id in on_board]
-    if not ranked:
-        return None
-
-    def key(entry: ScoredEntry) -> tuple[Any, ...]:
-        shown = revealed[entry.submission_id]
-        return (*_order(shown), shown.submission_id != entry.submission_id)
-
-    best = min(ranked, key=key)
-    shown = revealed[best.submission_id]
-    if shown.evaluation_id == best.evaluation_id:
-        return best
-    return replace(best, overall=shown.overall, evaluation_id=shown.evaluation_id)
-
-
-def _submitted(entry: ScoredEntry) -> tuple[Any, ...]:
-    return (entry.created_at, entry.submission_id)
-
-
-def _revealed(session: Session, phase: Phase, entries: list[ScoredEntry], step: float) -> dict[int, Shown]:
-    """Per submission, the public score the Ladder (``scoring.ladder``) shows for it.
-
-    One Ladder per competitor a submission was made under (``ScoredEntry.origin``: a team shares one, its members'
-    submissions being probes of one hidden split; a participant alone has their own, which they return to when they
-    leave). A submission shows its own score when it beat its Ladder's best shown score by more than ``step``, else
-    that best shown score (the previous one revealed). The board and the owner's view both read this.
-
-    Each verdict is made once, the first time a board sees the submission's score, and kept (``storage.ladder``):
-    judging every submission again on each build, in creation order, took shown scores back and revealed withheld
-    ones whenever that order was not the order the scores came in (an earlier submission finishing later, a rerun)
-    or a submission left the history (disqualified, its owner disabled). Replaying the history in the order the
-    evaluations finished instead would still re-judge: a worker stamps ``finished_at`` before it commits, so two
-    results can become visible in the other order than their stamps; a rerun's new score, a new ``step`` or a row
-    left out of the query would each change the replay. A verdict written down is what was shown, whatever changes
-    later.
-    """
-    verdicts = storage.ladder_verdicts(session=session, phase=phase)
-    if any(entry.submission_id not in verdicts for entry in entries):
-        storage.lock_ladders(session=session, phase=phase)
-        verdicts = storage.ladder_verdicts(session=session, phase=phase)  # another process's, made meanwhile
-        new = _judge([e for e in entries if e.submission_id not in verdicts], verdicts.values(), step)
-        storage.record_ladder_verdicts(session=session, phase=phase, verdicts=new)  # commits: the lock ends
-        verdicts |= {verdict.submission_id: verdict for verdict in new}
-    return {entry.submission_id: verdicts[entry.submission_id].shown for entry in entries}
-
-
-def _judge(probes: list[ScoredEntry], history: Iterable[Verdict], step: float) -> list[Verdict]:
-    """The Ladder's verdicts on ``probes``, none judged before, after ``history`` (each Ladder's verdicts in the order
-    they were made: the last one of an origin shows its best shown score).
-
-    None of the probes has been shown yet, so the order they are judged in is free: creation order, the order their
-    owners made them in (and what the boards did before verdicts were kept, so that the first board after the
-    upgrade shows what the last one before it did).
-    """
-    best = {verdict.origin: verdict.shown for verdict in history}
-    judged = []
-    for entry in sorted(probes, key=_submitted):
-        held = best.get(entry.origin)
-        if held is None or ladder(held.overall, entry.overall, step).show:
-            best[entry.origin] = held = Shown(entry.submission_id, entry.evaluation_id, entry.overall, entry.created_at)
-        judged.append(Verdict(entry.submission_id, entry.origin, entry.evaluation_id, held))
-    return judged
 
 
 def _final(public: list[ScoredEntry], private: list[ScoredEntry], n: int) -> dict[Competitor, ScoredEntry]:
@@ -216,22 +128,22 @@ def _final(public: list[ScoredEntry], private: list[ScoredEntry], n: int) -> dic
     ``n`` choices count.
     """
     private_of = {entry.submission_id: entry for entry in private}
-    selected = _by_competitor(e for e in private if e.selected)
+    selected = by_competitor(e for e in private if e.selected)
     final: dict[Competitor, ScoredEntry] = {}
-    for who, own in _by_competitor(public).items():
+    for who, own in by_competitor(public).items():
         chosen = sorted(selected.get(who, []), key=lambda e: (e.selected_at or e.created_at, e.submission_id))[:n]
         if not chosen:
-            best = sorted(own, key=_order)[:n]
+            best = sorted(own, key=rank_key)[:n]
             chosen = [private_of[e.submission_id] for e in best if e.submission_id in private_of]
         if chosen:
-            final[who] = min(chosen, key=_order)
+            final[who] = min(chosen, key=rank_key)
     return final
 
 
 def _participant_rows(
     session: Session, split: Split, phase: Phase, chosen: Iterable[ScoredEntry]
 ) -> list[LeaderboardRow]:
-    ranked = sorted(chosen, key=_order)
+    ranked = sorted(chosen, key=rank_key)
     counts = storage.count_submissions_by_competitor(session=session, phase=phase)
     members = storage.team_members(session=session)
     scores = storage.evaluation_scores(session=session, split=split, evaluation_ids=[e.evaluation_id for e in ranked])
@@ -519,7 +431,7 @@ def _build_entry(
     public = _entries(session, "public", phase)
     # The owners' laddered scores follow the live entries, frozen board or not.
     step = cache.ladder_step if split == "public" else None
-    revealed = None if step is None else _revealed(session, phase, public, step)
+    revealed = None if step is None else revealed_scores(session, phase, public, step)
     if frozen:
         board = _frozen_board(state, phase)
     else:

@@ -1,6 +1,6 @@
 """The Ladder's verdicts: what it showed of each submission's public score on a phase's set, written once.
 
-``leaderboard._revealed`` judges (``layersched.sim.scoring.ladder``); this module keeps what it decided. A verdict is
+``ladder.revealed_scores`` judges (``layersched.sim.scoring.ladder``); this module keeps what it decided. A verdict is
 written the first time a board sees the submission's score, which is before anyone can be shown it, and is never
 changed: a Ladder's history is its verdicts in the order they were made, whatever happens to the submissions later.
 """

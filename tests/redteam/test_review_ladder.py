@@ -1,8 +1,8 @@
 """Independent review of the Ladder's kept verdicts (commits b4eedc4, c492528: ``ladder_decisions``, migration 0016,
-``storage.ladder``, ``leaderboard._revealed``/``_judge``), against real PostgreSQL.
+``storage.ladder``, ``ladder.revealed_scores``/``_judge``), against real PostgreSQL.
 
 Each confirmed finding is a test of what should hold; each failed on the reviewed code (they were written as strict
-xfails, then fixed: ``_best_shown`` ranks a competitor only by scores of its own submissions on the board, and the
+xfails, then fixed: ``ladder.best_shown`` ranks a competitor only by scores of its own submissions on the board, and the
 verdicts of every phase on a set are one history). What was tried and held is in the review's report, not here.
 """
 
